@@ -1,0 +1,1 @@
+"""Command-line entry points: each parses arguments, calls one library function, reports."""

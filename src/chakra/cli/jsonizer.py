@@ -1,0 +1,42 @@
+"""``chakra_jsonizer``: render a Chakra ET (.et, plain or gzip) as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.et.jsonize import jsonize_et
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_jsonizer",
+        description="Render a Chakra ET file as one JSON document (or JSON Lines).",
+    )
+    parser.add_argument("--input_filename", "--input-filename", required=True,
+                        help="Chakra ET file (.et; gzip is recognised by content)")
+    parser.add_argument("--output_filename", "--output-filename", required=True,
+                        help="JSON file to write")
+    parser.add_argument("--jsonl", action="store_true",
+                        help="write one message per line: GlobalMetadata, then each node")
+    add_log_level_option(parser)
+    return parser
+
+
+def _jsonize(args: argparse.Namespace) -> None:
+    count = jsonize_et(args.input_filename, args.output_filename, jsonl=args.jsonl)
+    logger.info("wrote %d nodes to %s", count, args.output_filename)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run_tool(build_parser(), _jsonize, argv))
+
+
+if __name__ == "__main__":
+    main()

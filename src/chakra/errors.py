@@ -1,0 +1,44 @@
+"""The one exception hierarchy of the package.
+
+The library raises these; the command-line tools turn them into one line on stderr and exit
+status 1. Every message is one sentence that names the file and, where it helps, the byte
+offset or node concerned.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+PathLike = Union[str, Path]
+
+
+class ChakraError(Exception):
+    """Base of every error the package raises on purpose."""
+
+
+class FileAccessError(ChakraError):
+    """A file cannot be opened, read or written (missing, unreadable, no such folder...)."""
+
+
+class TraceFormatError(ChakraError):
+    """A file's content does not follow its format.
+
+    ``path`` is the file, ``offset`` the byte offset where the problem was found (in the
+    decompressed stream for gzip input), when known.
+    """
+
+    def __init__(self, path: PathLike, problem: str, offset: Optional[int] = None) -> None:
+        self.path = str(path)
+        self.problem = problem
+        self.offset = offset
+        where = f" at byte offset {offset}" if offset is not None else ""
+        super().__init__(f"{self.path}: {problem}{where}")
+
+
+class EtFormatError(TraceFormatError):
+    """A Chakra ET (.et) file is malformed: bad framing, truncation or undecodable message."""
+
+
+class AttributeKindError(ChakraError):
+    """An attribute holds a value of a kind its reader cannot accept (e.g. a string for an int)."""

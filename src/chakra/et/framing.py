@@ -1,0 +1,111 @@
+"""Length-delimited framing of ``.et`` files: each message is preceded by its size as a varint.
+
+The size is an unsigned base-128 varint (7 bits a byte, least significant group first, high
+bit set on every byte but the last). There is no header or trailer. Unlike the reference
+reader, a size of zero is an empty message, not the end of the file.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from chakra.errors import EtFormatError, PathLike
+
+MAX_VARINT_BYTES = 10
+READ_CHUNK_BYTES = 1 << 20
+
+# Size prefixes of the lengths that dominate real files, computed once.
+_SMALL_VARINTS = [bytes((n,)) if n < 0x80 else bytes(((n & 0x7F) | 0x80, n >> 7))
+                  for n in range(1 << 14)]
+
+
+def encode_varint(value: int) -> bytes:
+    """Encode a non-negative integer as an unsigned base-128 varint."""
+    if value < 1 << 14:
+        return _SMALL_VARINTS[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+class _ChunkedInput:
+    """A read buffer over ``stream`` that keeps only the bytes not yet consumed."""
+
+    def __init__(self, stream: BinaryIO, path: PathLike) -> None:
+        self.stream = stream
+        self.path = path
+        self.buffer = b""
+        self.position = 0  # index of the first unconsumed byte in buffer
+        self.base_offset = 0  # file offset of buffer[0]
+        self.at_eof = False
+
+    def available(self) -> int:
+        return len(self.buffer) - self.position
+
+    def fill(self, wanted: int) -> None:
+        """Try to make ``wanted`` unconsumed bytes available; fewer only at end of input."""
+        if self.available() >= wanted or self.at_eof:
+            return
+        parts = [self.buffer[self.position:]]
+        have = len(parts[0])
+        self.base_offset += self.position
+        while have < wanted:
+            chunk = self._read(max(READ_CHUNK_BYTES, wanted - have))
+            if not chunk:
+                self.at_eof = True
+                break
+            parts.append(chunk)
+            have += len(chunk)
+        self.buffer = b"".join(parts)
+        self.position = 0
+
+    def _read(self, size: int) -> bytes:
+        try:
+            return self.stream.read(size)
+        except (OSError, EOFError, zlib.error) as exc:
+            offset = self.base_offset + len(self.buffer)
+            raise EtFormatError(self.path, f"corrupt gzip data ({exc})", offset) from exc
+
+
+def iter_framed_messages(stream: BinaryIO, path: PathLike) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, body)`` for each length-delimited message of ``stream``.
+
+    ``offset`` is where the message's size prefix starts. Holds one read chunk and one
+    message in memory at a time. Raises :class:`EtFormatError` naming ``path`` and the offset
+    for a size prefix or body cut short by the end of input, or a size prefix over 10 bytes.
+    """
+    data = _ChunkedInput(stream, path)
+    while True:
+        data.fill(MAX_VARINT_BYTES)
+        if data.available() == 0:
+            return
+        buffer, index = data.buffer, data.position
+        start = data.base_offset + index
+        size = shift = 0
+        while True:
+            if index - data.position >= MAX_VARINT_BYTES:
+                raise EtFormatError(path, "malformed message size (varint over 10 bytes)", start)
+            if index >= len(buffer):
+                raise EtFormatError(path, "file ends inside a message size prefix", start)
+            byte = buffer[index]
+            index += 1
+            size |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
+        header = index - data.position
+        data.fill(header + size)
+        buffer, index = data.buffer, data.position + header
+        end = index + size
+        if end > len(buffer):
+            got = len(buffer) - index
+            raise EtFormatError(
+                path, f"file ends inside a message of {size} bytes ({got} present)", start
+            )
+        data.position = end
+        yield start, buffer[index:end]

@@ -1,0 +1,85 @@
+"""Streaming reader of Chakra ET files (plain or gzip)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Optional
+
+from google.protobuf.message import DecodeError
+
+from chakra.errors import EtFormatError, PathLike
+from chakra.et.framing import iter_framed_messages
+from chakra.et.schema import GlobalMetadata, Node
+from chakra.fileio import open_binary_input
+
+
+def _parse(message_class: Any, body: bytes, path: Path, what: str, offset: int) -> Any:
+    try:
+        return message_class.FromString(body)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise EtFormatError(path, f"cannot decode {what} ({exc})", offset) from exc
+
+
+class EtReader:
+    """Read a ``.et`` file: its :attr:`metadata` first, then iterate over its nodes.
+
+    Gzip input is recognised by its magic bytes, whatever the file name. Iteration holds one
+    node at a time, so memory does not grow with the file. The GlobalMetadata is read when
+    the reader is created, so an empty or non-ET file fails at once. Every problem raises
+    :class:`~chakra.errors.EtFormatError` (or ``FileAccessError``) naming the file and offset.
+    A file can be iterated once; use it as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, path: PathLike) -> None:
+        self.path = Path(path)
+        self._stream, self.is_gzip = open_binary_input(self.path)
+        self._messages = iter_framed_messages(self._stream, self.path)
+        try:
+            first = next(self._messages, None)
+            if first is None:
+                raise EtFormatError(
+                    self.path, "empty file; a Chakra ET starts with a GlobalMetadata message", 0
+                )
+            self.metadata: Any = _parse(GlobalMetadata, first[1], self.path, "GlobalMetadata", 0)
+        except BaseException:
+            self.close()
+            raise
+        self.nodes_read = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        """Yield each ``Node`` message in file order."""
+        path = self.path
+        from_string = Node.FromString
+        try:
+            for offset, body in self._messages:
+                try:
+                    node = from_string(body)
+                except (DecodeError, RuntimeError, ValueError) as exc:
+                    what = f"node #{self.nodes_read + 1}"
+                    raise EtFormatError(path, f"cannot decode {what} ({exc})", offset) from exc
+                self.nodes_read += 1
+                yield node
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self) -> EtReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+def read_et(path: PathLike) -> tuple[Any, list[Any]]:
+    """Read a whole ``.et`` file into memory: ``(GlobalMetadata, [Node, ...])``."""
+    with EtReader(path) as reader:
+        return reader.metadata, list(reader)

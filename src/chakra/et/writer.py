@@ -1,0 +1,80 @@
+"""Writer of Chakra ET files: GlobalMetadata, then size-prefixed Nodes; atomic, optional gzip."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Optional
+
+from chakra.errors import FileAccessError, PathLike
+from chakra.et.framing import encode_varint
+from chakra.fileio import AtomicFile
+
+
+class EtWriter:
+    """Write a ``.et`` file that appears under its name only when :meth:`close` succeeds.
+
+    The GlobalMetadata is written on creation; :meth:`write` appends one node. A name ending
+    in ``.gz`` is written as gzip (reproducibly: no timestamp). Used as a context manager, an
+    exception inside the block discards the file; without one, call :meth:`close` to commit
+    or :meth:`abort` to discard.
+    """
+
+    def __init__(self, path: PathLike, metadata: Any) -> None:
+        self.path = Path(path)
+        self.nodes_written = 0
+        self._output = AtomicFile(self.path)
+        self._stream = self._output.stream
+        try:
+            self._write_message(metadata)
+        except BaseException:
+            self._output.discard()
+            raise
+
+    def _write_message(self, message: Any) -> None:
+        body = message.SerializeToString()
+        try:
+            self._stream.write(encode_varint(len(body)) + body)
+        except OSError as exc:
+            raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+
+    def write(self, node: Any) -> None:
+        """Append one ``Node`` message."""
+        self._write_message(node)
+        self.nodes_written += 1
+
+    def write_all(self, nodes: Iterable[Any]) -> None:
+        """Append every node of ``nodes`` in order."""
+        for node in nodes:
+            self._write_message(node)
+            self.nodes_written += 1
+
+    def close(self) -> None:
+        """Finish the file and move it into place."""
+        self._output.commit()
+
+    def abort(self) -> None:
+        """Discard everything written; an existing file at ``path`` stays as it was."""
+        self._output.discard()
+
+    def __enter__(self) -> EtWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_et(path: PathLike, metadata: Any, nodes: Iterable[Any]) -> int:
+    """Write ``metadata`` and ``nodes`` to ``path`` atomically; return the node count."""
+    with EtWriter(path, metadata) as writer:
+        writer.write_all(nodes)
+        return writer.nodes_written

@@ -1,0 +1,101 @@
+"""Outputs that appear whole or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Optional
+
+from chakra.errors import FileAccessError, PathLike
+
+GZIP_SUFFIX = ".gz"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class AtomicFile:
+    """A file written under a temporary name in the target's folder, then renamed into place.
+
+    :meth:`commit` closes the stream and renames it over ``path``; :meth:`discard` deletes
+    it. Readers never see a partial file, and an existing ``path`` is untouched until commit.
+    ``compress`` (default: ``path`` ends in ``.gz``) writes gzip with a zero timestamp and no
+    stored name, so equal content gives equal bytes. ``text`` gives a UTF-8 text stream.
+    """
+
+    def __init__(
+        self, path: PathLike, *, text: bool = False, compress: Optional[bool] = None
+    ) -> None:
+        self.path = Path(path)
+        if compress is None:
+            compress = self.path.name.endswith(GZIP_SUFFIX)
+        try:
+            fd, self._tmp_name = tempfile.mkstemp(
+                dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".partial"
+            )
+        except OSError as exc:
+            raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+        self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
+        stream: IO = self._raw
+        if compress:
+            stream = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
+        if text:
+            stream = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+        self.stream: IO = stream
+        self._done = False
+
+    def commit(self) -> None:
+        """Flush, close and move the file into place."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            self.stream.close()
+            self._raw.close()
+            os.chmod(self._tmp_name, 0o666 & ~_umask())
+            os.replace(self._tmp_name, self.path)
+        except OSError as exc:
+            self._remove_temporary()
+            raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+
+    def discard(self) -> None:
+        """Close and delete the temporary file; ``path`` is left as it was."""
+        if self._done:
+            return
+        self._done = True
+        for closable in (self.stream, self._raw):
+            with contextlib.suppress(Exception):
+                closable.close()
+        self._remove_temporary()
+
+    def _remove_temporary(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp_name)
+
+
+@contextlib.contextmanager
+def atomic_output(
+    path: PathLike, *, text: bool = False, compress: Optional[bool] = None
+) -> Iterator[IO]:
+    """Yield a stream for ``path`` that is committed if the block succeeds, else discarded.
+
+    An ``OSError`` raised while writing (e.g. disk full) becomes ``FileAccessError``.
+    """
+    output = AtomicFile(path, text=text, compress=compress)
+    try:
+        yield output.stream
+    except OSError as exc:
+        output.discard()
+        raise FileAccessError(f"cannot write {output.path}: {exc.strerror or exc}") from exc
+    except BaseException:
+        output.discard()
+        raise
+    output.commit()
