@@ -57,7 +57,7 @@ def render_module(descriptor: bytes, proto_sha256: str) -> str:
         "SERIALIZED_FILE_DESCRIPTOR = (",
     ]
     for start in range(0, len(descriptor), BYTES_PER_LINE):
-        lines.append(f"    {descriptor[start:start + BYTES_PER_LINE]!r}")
+        lines.append(f"    {descriptor[start : start + BYTES_PER_LINE]!r}")
     lines.append(")")
     return "\n".join(lines) + "\n"
 

@@ -24,15 +24,23 @@ class FileAccessError(ChakraError):
 class TraceFormatError(ChakraError):
     """A file's content does not follow its format.
 
-    ``path`` is the file, ``offset`` the byte offset where the problem was found (in the
-    decompressed stream for gzip input), when known.
+    ``path`` is the file, ``offset`` the byte offset where the problem was found, when known;
+    ``decompressed`` says the offset counts bytes of the inflated stream of a gzip file.
     """
 
-    def __init__(self, path: PathLike, problem: str, offset: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        path: PathLike,
+        problem: str,
+        offset: Optional[int] = None,
+        *,
+        decompressed: bool = False,
+    ) -> None:
         self.path = str(path)
         self.problem = problem
         self.offset = offset
-        where = f" at byte offset {offset}" if offset is not None else ""
+        kind = "decompressed byte offset" if decompressed else "byte offset"
+        where = f" at {kind} {offset}" if offset is not None else ""
         super().__init__(f"{self.path}: {problem}{where}")
 
 

@@ -19,12 +19,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chakra_jsonizer",
         description="Render a Chakra ET file as one JSON document (or JSON Lines).",
     )
-    parser.add_argument("--input_filename", "--input-filename", required=True,
-                        help="Chakra ET file (.et; gzip is recognised by content)")
-    parser.add_argument("--output_filename", "--output-filename", required=True,
-                        help="JSON file to write")
-    parser.add_argument("--jsonl", action="store_true",
-                        help="write one message per line: GlobalMetadata, then each node")
+    parser.add_argument(
+        "--input_filename",
+        required=True,
+        help="Chakra ET file (.et; gzip is recognised by content)",
+    )
+    parser.add_argument("--output_filename", required=True, help="JSON file to write")
+    parser.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="write one message per line: GlobalMetadata, then each node",
+    )
     add_log_level_option(parser)
     return parser
 

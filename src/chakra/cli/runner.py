@@ -16,7 +16,6 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 def add_log_level_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level",
-        "--log_level",
         dest="log_level",
         default="INFO",
         type=str.upper,

@@ -18,14 +18,39 @@ from chakra.et.schema import AttributeProto
 #: Oneof members holding one integer.
 INTEGER_KINDS = frozenset(
     f"{kind}_val"
-    for kind in ("int32", "int64", "uint32", "uint64", "sint32", "sint64",
-                 "fixed32", "fixed64", "sfixed32", "sfixed64")
+    for kind in (
+        "int32",
+        "int64",
+        "uint32",
+        "uint64",
+        "sint32",
+        "sint64",
+        "fixed32",
+        "fixed64",
+        "sfixed32",
+        "sfixed64",
+    )
 )
 #: Oneof members holding a list, keyed to their element kind's scalar member.
 LIST_KINDS = frozenset(
     f"{kind}_list"
-    for kind in ("double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
-                 "fixed32", "fixed64", "sfixed32", "sfixed64", "bool", "string", "bytes")
+    for kind in (
+        "double",
+        "float",
+        "int32",
+        "int64",
+        "uint32",
+        "uint64",
+        "sint32",
+        "sint64",
+        "fixed32",
+        "fixed64",
+        "sfixed32",
+        "sfixed64",
+        "bool",
+        "string",
+        "bytes",
+    )
 )
 
 #: The oneof member each well-known attribute is written with (reference §2.5).
@@ -123,8 +148,13 @@ def get_str_attr(message: Any, name: str, default: Any = None) -> Any:
 
 def infer_kind(value: AttrValue) -> str:
     """The oneof member a Python value is stored in when its name has no convention."""
-    scalar_kinds = ((bool, "bool"), (int, "int64"), (float, "double"), (str, "string"),
-                    (bytes, "bytes"))
+    scalar_kinds = (
+        (bool, "bool"),
+        (int, "int64"),
+        (float, "double"),
+        (str, "string"),
+        (bytes, "bytes"),
+    )
     for python_type, kind in scalar_kinds:
         if isinstance(value, python_type):
             return f"{kind}_val"

@@ -14,11 +14,14 @@ from typing import BinaryIO
 from chakra.errors import EtFormatError, PathLike
 
 MAX_VARINT_BYTES = 10
+#: Protobuf cannot parse a message of 2 GiB or more; a larger size means a corrupt file.
+MAX_MESSAGE_BYTES = (1 << 31) - 1
 READ_CHUNK_BYTES = 1 << 20
 
 # Size prefixes of the lengths that dominate real files, computed once.
-_SMALL_VARINTS = [bytes((n,)) if n < 0x80 else bytes(((n & 0x7F) | 0x80, n >> 7))
-                  for n in range(1 << 14)]
+_SMALL_VARINTS = [
+    bytes((n,)) if n < 0x80 else bytes(((n & 0x7F) | 0x80, n >> 7)) for n in range(1 << 14)
+]
 
 
 def encode_varint(value: int) -> bytes:
@@ -36,9 +39,10 @@ def encode_varint(value: int) -> bytes:
 class _ChunkedInput:
     """A read buffer over ``stream`` that keeps only the bytes not yet consumed."""
 
-    def __init__(self, stream: BinaryIO, path: PathLike) -> None:
+    def __init__(self, stream: BinaryIO, path: PathLike, decompressed: bool) -> None:
         self.stream = stream
         self.path = path
+        self.decompressed = decompressed
         self.buffer = b""
         self.position = 0  # index of the first unconsumed byte in buffer
         self.base_offset = 0  # file offset of buffer[0]
@@ -51,11 +55,11 @@ class _ChunkedInput:
         """Try to make ``wanted`` unconsumed bytes available; fewer only at end of input."""
         if self.available() >= wanted or self.at_eof:
             return
-        parts = [self.buffer[self.position:]]
+        parts = [self.buffer[self.position :]]
         have = len(parts[0])
         self.base_offset += self.position
         while have < wanted:
-            chunk = self._read(max(READ_CHUNK_BYTES, wanted - have))
+            chunk = self._read(READ_CHUNK_BYTES)
             if not chunk:
                 self.at_eof = True
                 break
@@ -68,18 +72,30 @@ class _ChunkedInput:
         try:
             return self.stream.read(size)
         except (OSError, EOFError, zlib.error) as exc:
-            offset = self.base_offset + len(self.buffer)
-            raise EtFormatError(self.path, f"corrupt gzip data ({exc})", offset) from exc
+            raise EtFormatError(
+                self.path,
+                f"corrupt gzip data ({exc})",
+                self.base_offset + len(self.buffer),
+                decompressed=self.decompressed,
+            ) from exc
 
 
-def iter_framed_messages(stream: BinaryIO, path: PathLike) -> Iterator[tuple[int, bytes]]:
+def iter_framed_messages(
+    stream: BinaryIO, path: PathLike, *, decompressed: bool = False
+) -> Iterator[tuple[int, bytes]]:
     """Yield ``(offset, body)`` for each length-delimited message of ``stream``.
 
     ``offset`` is where the message's size prefix starts. Holds one read chunk and one
     message in memory at a time. Raises :class:`EtFormatError` naming ``path`` and the offset
-    for a size prefix or body cut short by the end of input, or a size prefix over 10 bytes.
+    for a size prefix or body cut short by the end of input, a size prefix over 10 bytes, or a
+    size of 2 GiB or more. ``decompressed`` says ``stream`` inflates a gzip file, so offsets
+    count inflated bytes (and errors say so).
     """
-    data = _ChunkedInput(stream, path)
+    data = _ChunkedInput(stream, path, decompressed)
+
+    def error(problem: str, offset: int) -> EtFormatError:
+        return EtFormatError(path, problem, offset, decompressed=decompressed)
+
     while True:
         data.fill(MAX_VARINT_BYTES)
         if data.available() == 0:
@@ -89,23 +105,23 @@ def iter_framed_messages(stream: BinaryIO, path: PathLike) -> Iterator[tuple[int
         size = shift = 0
         while True:
             if index - data.position >= MAX_VARINT_BYTES:
-                raise EtFormatError(path, "malformed message size (varint over 10 bytes)", start)
+                raise error("malformed message size (varint over 10 bytes)", start)
             if index >= len(buffer):
-                raise EtFormatError(path, "file ends inside a message size prefix", start)
+                raise error("file ends inside a message size prefix", start)
             byte = buffer[index]
             index += 1
             size |= (byte & 0x7F) << shift
             if byte < 0x80:
                 break
             shift += 7
+        if size > MAX_MESSAGE_BYTES:
+            raise error(f"message size {size} exceeds protobuf's 2 GiB limit", start)
         header = index - data.position
         data.fill(header + size)
         buffer, index = data.buffer, data.position + header
         end = index + size
         if end > len(buffer):
             got = len(buffer) - index
-            raise EtFormatError(
-                path, f"file ends inside a message of {size} bytes ({got} present)", start
-            )
+            raise error(f"file ends inside a message of {size} bytes ({got} present)", start)
         data.position = end
         yield start, buffer[index:end]

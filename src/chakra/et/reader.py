@@ -15,11 +15,10 @@ from chakra.et.schema import GlobalMetadata, Node
 from chakra.fileio import open_binary_input
 
 
-def _parse(message_class: Any, body: bytes, path: Path, what: str, offset: int) -> Any:
-    try:
-        return message_class.FromString(body)
-    except (DecodeError, RuntimeError, ValueError) as exc:
-        raise EtFormatError(path, f"cannot decode {what} ({exc})", offset) from exc
+def _decode_error(reader: EtReader, what: str, exc: Exception, offset: int) -> EtFormatError:
+    return EtFormatError(
+        reader.path, f"cannot decode {what} ({exc})", offset, decompressed=reader.is_gzip
+    )
 
 
 class EtReader:
@@ -35,14 +34,20 @@ class EtReader:
     def __init__(self, path: PathLike) -> None:
         self.path = Path(path)
         self._stream, self.is_gzip = open_binary_input(self.path)
-        self._messages = iter_framed_messages(self._stream, self.path)
+        self._messages = iter_framed_messages(self._stream, self.path, decompressed=self.is_gzip)
         try:
             first = next(self._messages, None)
             if first is None:
                 raise EtFormatError(
-                    self.path, "empty file; a Chakra ET starts with a GlobalMetadata message", 0
+                    self.path,
+                    "empty file; a Chakra ET starts with a GlobalMetadata message",
+                    0,
+                    decompressed=self.is_gzip,
                 )
-            self.metadata: Any = _parse(GlobalMetadata, first[1], self.path, "GlobalMetadata", 0)
+            try:
+                self.metadata: Any = GlobalMetadata.FromString(first[1])
+            except (DecodeError, RuntimeError, ValueError) as exc:
+                raise _decode_error(self, "GlobalMetadata", exc, 0) from exc
         except BaseException:
             self.close()
             raise
@@ -50,7 +55,6 @@ class EtReader:
 
     def __iter__(self) -> Iterator[Any]:
         """Yield each ``Node`` message in file order."""
-        path = self.path
         from_string = Node.FromString
         try:
             for offset, body in self._messages:
@@ -58,7 +62,7 @@ class EtReader:
                     node = from_string(body)
                 except (DecodeError, RuntimeError, ValueError) as exc:
                     what = f"node #{self.nodes_read + 1}"
-                    raise EtFormatError(path, f"cannot decode {what} ({exc})", offset) from exc
+                    raise _decode_error(self, what, exc, offset) from exc
                 self.nodes_read += 1
                 yield node
         finally:

@@ -41,8 +41,21 @@ Tensor: Any = _message_class("Tensor")
 LIST_CLASSES: dict[str, Any] = {
     kind: _message_class(f"{kind[0].upper()}{kind[1:]}List")
     for kind in (
-        "double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
-        "fixed32", "fixed64", "sfixed32", "sfixed64", "bool", "string", "bytes",
+        "double",
+        "float",
+        "int32",
+        "int64",
+        "uint32",
+        "uint64",
+        "sint32",
+        "sint64",
+        "fixed32",
+        "fixed64",
+        "sfixed32",
+        "sfixed64",
+        "bool",
+        "string",
+        "bytes",
     )
 }
 

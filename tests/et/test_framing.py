@@ -1,0 +1,71 @@
+"""Varint size prefixes and the length-delimited message stream."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from chakra.errors import EtFormatError
+from chakra.et.framing import encode_varint, iter_framed_messages
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),  # 300 = 0b10_0101100 -> 0xAC 0x02
+        (16383, b"\xff\x7f"),
+        (16384, b"\x80\x80\x01"),
+        (2**32, b"\x80\x80\x80\x80\x10"),
+    ],
+)
+def test_encode_varint_matches_hand_computed_bytes(value: int, encoded: bytes) -> None:
+    assert encode_varint(value) == encoded
+
+
+def frames(data: bytes) -> list[tuple[int, bytes]]:
+    return list(iter_framed_messages(io.BytesIO(data), "mem.et"))
+
+
+def test_messages_come_out_with_their_offsets() -> None:
+    data = b"\x02ab" + b"\x00" + b"\x01c"
+    assert frames(data) == [(0, b"ab"), (3, b""), (4, b"c")]
+
+
+def test_zero_length_message_is_empty_not_end_of_stream() -> None:
+    assert frames(b"\x00\x00\x01z") == [(0, b""), (1, b""), (2, b"z")]
+
+
+def test_message_larger_than_one_read_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("chakra.et.framing.READ_CHUNK_BYTES", 7)
+    body = bytes(range(200)) * 3
+    data = encode_varint(len(body)) + body + b"\x01x"
+    assert frames(data) == [(0, body), (2 + len(body), b"x")]
+
+
+def test_cut_inside_size_prefix_names_file_and_offset() -> None:
+    with pytest.raises(EtFormatError) as info:
+        frames(b"\x01a\x80")
+    assert info.value.offset == 2
+    assert str(info.value) == "mem.et: file ends inside a message size prefix at byte offset 2"
+
+
+def test_cut_inside_body_names_file_and_offset() -> None:
+    with pytest.raises(EtFormatError) as info:
+        frames(b"\x01a\x05abc")
+    assert info.value.offset == 2
+    assert "message of 5 bytes (3 present)" in str(info.value)
+
+
+def test_overlong_varint_is_rejected() -> None:
+    with pytest.raises(EtFormatError, match=r"over 10 bytes\) at byte offset 0"):
+        frames(b"\xff" * 11 + b"\x00")
+
+
+def test_absurd_size_is_rejected_before_reading_on() -> None:
+    with pytest.raises(EtFormatError, match="exceeds protobuf's 2 GiB limit"):
+        frames(encode_varint(1 << 40) + b"x")
