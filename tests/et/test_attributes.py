@@ -114,3 +114,14 @@ def test_feeder_trace_involved_dim_bool_lists(shared_traces: Path) -> None:
     assert all(isinstance(get_attr(n, "involved_dim"), list) for n in with_dims)
     types = [get_int_attr(n, "comm_type") for n in nodes if find_attr(n, "comm_type")]
     assert sorted(types) == [0, 0, 0, 0, 0, 5, 5]
+
+
+def test_failed_set_leaves_the_message_unchanged() -> None:
+    node = Node(id=1)
+    set_attr(node, "stream", 7)
+    before = node.SerializeToString()
+    with pytest.raises(AttributeKindError):
+        set_attr(node, "comm_size", "not a number")
+    with pytest.raises(AttributeKindError):
+        set_attr(node, "stream", "not a number")
+    assert node.SerializeToString() == before

@@ -164,13 +164,14 @@ def infer_kind(value: AttrValue) -> str:
     raise AttributeKindError(f"cannot store a {type(value).__name__} in an attribute")
 
 
-def make_attr(name: str, value: AttrValue, kind: Optional[str] = None) -> Any:
-    """Build an ``AttributeProto``; ``kind`` defaults to the convention for ``name``."""
+def _assign(attr: Any, name: str, value: AttrValue, kind: Optional[str]) -> Any:
+    """Store ``value`` in ``attr`` under ``kind`` (default: the convention for ``name``)."""
     kind = kind or ATTRIBUTE_KINDS.get(name) or infer_kind(value)
-    attr = AttributeProto(name=name)
     try:
         if kind in LIST_KINDS:
-            getattr(attr, kind).values.extend(value)  # type: ignore[arg-type]
+            field = getattr(attr, kind)
+            del field.values[:]
+            field.values.extend(value)  # type: ignore[arg-type]
         else:
             setattr(attr, kind, value)
     except (TypeError, ValueError, AttributeError) as exc:
@@ -178,15 +179,26 @@ def make_attr(name: str, value: AttrValue, kind: Optional[str] = None) -> Any:
     return attr
 
 
+def make_attr(name: str, value: AttrValue, kind: Optional[str] = None) -> Any:
+    """Build an ``AttributeProto``; ``kind`` defaults to the convention for ``name``."""
+    return _assign(AttributeProto(name=name), name, value, kind)
+
+
 def set_attr(message: Any, name: str, value: AttrValue, kind: Optional[str] = None) -> None:
     """Set attribute ``name`` on a Node or GlobalMetadata, replacing one already there.
 
     ``kind`` is a oneof member such as ``"uint64_val"`` or ``"int32_list"``; by default the
-    convention of :data:`ATTRIBUTE_KINDS`, else one inferred from the Python type.
+    convention of :data:`ATTRIBUTE_KINDS`, else one inferred from the Python type. A value
+    that does not fit the kind raises :class:`AttributeKindError` and leaves ``message`` as
+    it was.
     """
-    new = make_attr(name, value, kind)
     existing = find_attr(message, name)
-    if existing is None:
-        message.attr.add().CopyFrom(new)
-    else:
-        existing.CopyFrom(new)
+    if existing is not None:
+        existing.CopyFrom(make_attr(name, value, kind))
+        return
+    added = message.attr.add(name=name)
+    try:
+        _assign(added, name, value, kind)
+    except AttributeKindError:
+        del message.attr[-1]
+        raise

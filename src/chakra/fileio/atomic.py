@@ -46,7 +46,9 @@ class AtomicFile:
         self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
         stream: IO = self._raw
         if compress:
-            stream = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
+            stream = gzip.GzipFile(
+                filename="", mode="wb", fileobj=self._raw, mtime=0, compresslevel=6
+            )
         if text:
             stream = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
         self.stream: IO = stream

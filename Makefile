@@ -1,0 +1,24 @@
+# Developer entry points. `make test` is the project's test command (README, .ci/run).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: test lint bench clean
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check src tests schema benchmarks ci_tools
+	$(BIN)/ruff format --check src tests schema benchmarks ci_tools
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/et_io.py
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis
