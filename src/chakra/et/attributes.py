@@ -13,45 +13,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 from chakra.errors import AttributeKindError
-from chakra.et.schema import AttributeProto
+from chakra.et.schema import INTEGER_VALUE_KINDS, VALUE_KINDS, AttributeProto
 
 #: Oneof members holding one integer.
-INTEGER_KINDS = frozenset(
-    f"{kind}_val"
-    for kind in (
-        "int32",
-        "int64",
-        "uint32",
-        "uint64",
-        "sint32",
-        "sint64",
-        "fixed32",
-        "fixed64",
-        "sfixed32",
-        "sfixed64",
-    )
-)
-#: Oneof members holding a list, keyed to their element kind's scalar member.
-LIST_KINDS = frozenset(
-    f"{kind}_list"
-    for kind in (
-        "double",
-        "float",
-        "int32",
-        "int64",
-        "uint32",
-        "uint64",
-        "sint32",
-        "sint64",
-        "fixed32",
-        "fixed64",
-        "sfixed32",
-        "sfixed64",
-        "bool",
-        "string",
-        "bytes",
-    )
-)
+INTEGER_KINDS = frozenset(f"{kind}_val" for kind in INTEGER_VALUE_KINDS)
+#: Oneof members holding a list.
+LIST_KINDS = frozenset(f"{kind}_list" for kind in VALUE_KINDS)
 
 #: The oneof member each well-known attribute is written with (reference §2.5).
 ATTRIBUTE_KINDS: Mapping[str, str] = {

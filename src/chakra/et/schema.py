@@ -37,27 +37,14 @@ IOInfo: Any = _message_class("IOInfo")
 AttributeProto: Any = _message_class("AttributeProto")
 Tensor: Any = _message_class("Tensor")
 
-#: List wrapper classes by element kind, e.g. ``LIST_CLASSES["int64"]`` is ``Int64List``.
-LIST_CLASSES: dict[str, Any] = {
-    kind: _message_class(f"{kind[0].upper()}{kind[1:]}List")
-    for kind in (
-        "double",
-        "float",
-        "int32",
-        "int64",
-        "uint32",
-        "uint64",
-        "sint32",
-        "sint64",
-        "fixed32",
-        "fixed64",
-        "sfixed32",
-        "sfixed64",
-        "bool",
-        "string",
-        "bytes",
-    )
-}
+#: Element kinds of the ``AttributeProto.value`` oneof, in field-number order: each has a
+#: scalar member ``<kind>_val`` and a list member ``<kind>_list``.
+VALUE_KINDS = (
+    "double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
+    "fixed32", "fixed64", "sfixed32", "sfixed64", "bool", "string", "bytes",
+)  # fmt: skip
+#: Element kinds holding an integer.
+INTEGER_VALUE_KINDS = VALUE_KINDS[2:12]
 
 
 class NodeType(enum.IntEnum):
