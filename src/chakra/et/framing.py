@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from chakra.errors import EtFormatError, PathLike
+from chakra.errors import EtFormatError, FileAccessError, PathLike
 
 MAX_VARINT_BYTES = 10
 #: Protobuf cannot parse a message of 2 GiB or more; a larger size means a corrupt file.
@@ -72,6 +72,8 @@ class _ChunkedInput:
         try:
             return self.stream.read(size)
         except (OSError, EOFError, zlib.error) as exc:
+            if not self.decompressed:
+                raise FileAccessError(f"cannot read {self.path}: {exc}") from exc
             raise EtFormatError(
                 self.path,
                 f"corrupt gzip data ({exc})",
