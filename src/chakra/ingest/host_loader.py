@@ -1,0 +1,185 @@
+"""Load a host execution trace (``.json`` or ``.json.gz``) of any known schema version."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional, Union
+
+from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.host_comms import (
+    comm_attrs_from_attrs,
+    comm_attrs_from_inputs,
+    parse_process_groups,
+    resolve_backend_ids,
+)
+from chakra.ingest.host_json import HOST_TRACE_DECODER, RawArgs, RawHostNode, RawHostTrace
+from chakra.ingest.host_model import HostAttr, HostOp, HostTrace, OpArgs, SchemaVersion
+from chakra.ingest.host_schema import (
+    KNOWN_SCHEMAS,
+    NEWEST_KNOWN,
+    Layout,
+    layout_by_structure,
+    parse_version,
+)
+from chakra.ingest.json_input import decode_json, gc_paused, read_json_bytes, top_level_keys
+from chakra.ingest.vocabulary import PROCESS_GROUP_INIT_NAME, RECORD_PARAM_COMMS_NAME
+
+logger = logging.getLogger(__name__)
+
+#: attrs that every 1.0.2+ node carries; they become HostOp fields.
+STANDARD_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
+WHAT = "host execution trace"
+
+
+def load_host_trace(path: PathLike) -> HostTrace:
+    """Load a host ET; gzip is recognised by content.
+
+    Raises :class:`~chakra.errors.TraceFormatError` (one line naming the file) for a file
+    that is not a host ET of a readable layout. An unknown schema version is read with the
+    layout its nodes show, with a warning logged and kept in ``HostTrace.notes``.
+    """
+    data = read_json_bytes(path)
+    with gc_paused():
+        try:
+            raw: RawHostTrace = decode_json(path, data, HOST_TRACE_DECODER, WHAT)
+        except TraceFormatError as exc:
+            if "traceEvents" in top_level_keys(data):
+                raise TraceFormatError(
+                    path, "this is a Kineto device trace (it has traceEvents), not a " + WHAT
+                ) from exc
+            raise
+        del data
+        version, layout, notes = _resolve_schema(path, raw)
+        ops = _build_ops(path, raw.nodes, layout)
+    groups, group_note = _process_groups(ops)
+    if group_note:
+        notes.append(group_note)
+    ops = resolve_backend_ids(ops, groups)
+    for note in notes:
+        logger.warning("%s: %s", path, note)
+    return HostTrace(
+        path=str(path),
+        schema=raw.schema or "",
+        version=version,
+        pid=raw.pid,
+        time=raw.time,
+        start_ts=raw.start_ts,
+        finish_ts=raw.finish_ts,
+        ops=ops,
+        process_groups=groups,
+        notes=tuple(notes),
+    )
+
+
+def _resolve_schema(path: PathLike, raw: RawHostTrace) -> tuple[SchemaVersion, Layout, list]:
+    if raw.schema is None:
+        raise TraceFormatError(path, f"no 'schema' key; not a {WHAT}")
+    first = raw.nodes[0] if raw.nodes else None
+    shown = layout_by_structure(
+        has_attrs=first is not None and first.attrs is not None,
+        has_ctrl_deps=first is not None and first.ctrl_deps is not None,
+    )
+    version = parse_version(raw.schema) or SchemaVersion(0, 0, 0)
+    known = KNOWN_SCHEMAS.get(raw.schema.strip())
+    if known is not None:
+        return version, known, []
+    guess = "1.0.1" if shown is Layout.TOP_LEVEL else NEWEST_KNOWN
+    note = f"unknown host ET schema version {raw.schema!r}; read with the layout of {guess}"
+    return version, shown, [note]
+
+
+def _build_ops(path: PathLike, nodes: list[RawHostNode], layout: Layout) -> tuple[HostOp, ...]:
+    build = _op_from_attrs if layout is Layout.ATTRS else _op_from_top_level
+    ops = sorted((build(path, node) for node in nodes), key=lambda op: op.id)
+    for previous, current in zip(ops, ops[1:]):
+        if previous.id == current.id:
+            raise TraceFormatError(path, f"node id {current.id} appears more than once")
+    return tuple(ops)
+
+
+def _parent_of(path: PathLike, node: RawHostNode) -> int:
+    parent = node.ctrl_deps if node.ctrl_deps is not None else node.parent
+    if parent is None:
+        raise TraceFormatError(path, f"node {node.id} ({node.name}) has no ctrl_deps/parent")
+    return parent
+
+
+def _args(raw: Union[RawArgs, list, None]) -> OpArgs:
+    if isinstance(raw, RawArgs):
+        return OpArgs(values=raw.values, shapes=raw.shapes, types=raw.types, strides=raw.strides)
+    return OpArgs()
+
+
+def _int_attr(path: PathLike, node: RawHostNode, name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TraceFormatError(path, f"node {node.id}: attr {name!r} is not an integer")
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise TraceFormatError(path, f"node {node.id}: attr {name!r} is not an integer") from exc
+
+
+def _op_from_attrs(path: PathLike, node: RawHostNode) -> HostOp:
+    standard: dict[str, Any] = {}
+    extra = []
+    for attr in node.attrs or ():
+        if attr.name in STANDARD_ATTRS:
+            standard[attr.name] = attr.value
+        else:
+            extra.append(HostAttr(attr.name, attr.type, attr.value))
+    fields = {
+        name: _int_attr(path, node, name, value)
+        for name, value in standard.items()
+        if name != "op_schema"
+    }
+    inputs = _args(node.inputs)
+    return HostOp(
+        id=node.id,
+        name=node.name,
+        parent_id=_parent_of(path, node),
+        rf_id=fields.pop("rf_id", None),
+        op_schema=str(standard.get("op_schema", "")),
+        inputs=inputs,
+        outputs=_args(node.outputs),
+        attrs=tuple(extra),
+        comm=_comm(node, inputs),
+        **fields,
+    )
+
+
+def _op_from_top_level(path: PathLike, node: RawHostNode) -> HostOp:
+    def listed(value: Any, shapes: Optional[list], types: Optional[list]) -> OpArgs:
+        if isinstance(value, list):
+            return OpArgs(values=value, shapes=shapes or [], types=types or [])
+        return _args(value)
+
+    inputs = listed(node.inputs, node.input_shapes, node.input_types)
+    return HostOp(
+        id=node.id,
+        name=node.name,
+        parent_id=_parent_of(path, node),
+        rf_id=node.rf_id,
+        fw_parent=node.fw_parent or 0,
+        seq_id=node.seq_id if node.seq_id is not None else -1,
+        scope=node.scope or 0,
+        tid=node.tid or 0,
+        fw_tid=node.fw_tid or 0,
+        op_schema=node.op_schema or "",
+        inputs=inputs,
+        outputs=listed(node.outputs, node.output_shapes, node.output_types),
+        comm=_comm(node, inputs),
+    )
+
+
+def _comm(node: RawHostNode, inputs: OpArgs) -> Optional[Any]:
+    if node.name != RECORD_PARAM_COMMS_NAME:
+        return None
+    return comm_attrs_from_attrs(node.attrs or []) or comm_attrs_from_inputs(inputs)
+
+
+def _process_groups(ops: tuple[HostOp, ...]) -> tuple[tuple, Optional[str]]:
+    init = next((op for op in ops if op.name == PROCESS_GROUP_INIT_NAME), None)
+    if init is None:
+        return (), None
+    return parse_process_groups(init.inputs)
+

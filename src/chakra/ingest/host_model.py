@@ -1,0 +1,208 @@
+"""Typed, immutable model of a PyTorch host execution trace (host ET).
+
+Values are msgspec ``Struct``s (frozen, slotted): cheap to build from JSON and safe to share
+between stages. Containers holding raw JSON values (``OpArgs.values`` and friends) are the
+decoded lists themselves; treat them as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import msgspec
+
+from chakra.ingest.vocabulary import (
+    PROCESS_GROUP_INIT_NAME,
+    PROCESS_ROOT_NAMES,
+    RECORD_PARAM_COMMS_NAME,
+    THREAD_ROOT_NAMES,
+)
+
+
+class TensorRef(msgspec.Struct, frozen=True, gc=False):
+    """One tensor argument: the 6-element ``[tensor_id, storage_id, offset, numel,
+    itemsize, device]`` encoding of host ETs."""
+
+    tensor_id: int
+    storage_id: int
+    offset: int
+    num_elements: int
+    element_bytes: int
+    device: str
+
+    @property
+    def nbytes(self) -> int:
+        return self.num_elements * self.element_bytes
+
+
+def _is_tensor_value(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 6
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value[:5])
+        and isinstance(value[5], str)
+    )
+
+
+def _tensors_in(value: Any, type_name: str) -> Iterator[TensorRef]:
+    """Walk ``value`` guided by ``type_name`` (``Tensor(float)``, ``GenericList[...]``,
+    ``Tuple[...]``, nested to any depth) and yield its tensors."""
+    if "Tensor" not in type_name:
+        return
+    if type_name.startswith("Tensor") and _is_tensor_value(value):
+        yield TensorRef(*value)
+        return
+    if isinstance(value, list):
+        stack = [value]
+        while stack:  # explicit stack: no recursion on deep nesting
+            items = stack.pop()
+            for item in reversed(items):
+                if _is_tensor_value(item):
+                    yield TensorRef(*item)
+                elif isinstance(item, list):
+                    stack.append(item)
+
+
+class OpArgs(msgspec.Struct, frozen=True, gc=False):
+    """Inputs or outputs of an op: parallel lists of values, shapes, types (and strides,
+    schema 1.1.1+). Values are raw JSON: tensors in 6-element form, scalars, lists,
+    and placeholders such as ``"<None>"``."""
+
+    values: list = []
+    shapes: list = []
+    types: list = []
+    strides: Optional[list] = None
+
+    def tensors(self) -> Iterator[TensorRef]:
+        """Every tensor in the arguments, nested generic lists included, in order."""
+        for value, type_name in zip(self.values, self.types):
+            if isinstance(type_name, str):
+                yield from _tensors_in(value, type_name)
+
+    def tensor_bytes(self) -> int:
+        """Total bytes of all tensors (``numel × itemsize``), counting each once per use."""
+        return sum(t.nbytes for t in self.tensors())
+
+
+class HostAttr(msgspec.Struct, frozen=True, gc=False):
+    """An entry of a node's ``attrs`` list beyond the standard seven."""
+
+    name: str
+    type: str
+    value: Any
+
+
+class CommAttrs(msgspec.Struct, frozen=True, gc=False):
+    """Communication metadata of a ``record_param_comms`` op, from its attrs (schema 1.1.0+)
+    or its positional inputs (1.0.2-1.0.4). Fields a vintage does not record are None."""
+
+    collective_name: Optional[str] = None
+    dtype: Optional[str] = None
+    in_msg_nelems: Optional[int] = None
+    out_msg_nelems: Optional[int] = None
+    in_split_size: Any = None
+    out_split_size: Any = None
+    global_rank_start: Optional[int] = None
+    global_rank_stride: Optional[int] = None
+    pg_name: Optional[str] = None
+    pg_desc: Optional[str] = None
+    pg_size: Optional[int] = None
+    seq: Optional[int] = None
+
+
+class HostOp(msgspec.Struct, frozen=True, gc=False):
+    """One node of the host ET. ``parent_id`` is the caller (``ctrl_deps`` in 1.0.2+,
+    ``parent`` in 1.0.1); the process root is its own parent. ``rf_id`` is the
+    record-function id, the join key with Kineto's ``Record function id``."""
+
+    id: int
+    name: str
+    parent_id: int
+    rf_id: Optional[int]
+    fw_parent: int = 0
+    seq_id: int = -1
+    scope: int = 0
+    tid: int = 0
+    fw_tid: int = 0
+    op_schema: str = ""
+    inputs: OpArgs = OpArgs()
+    outputs: OpArgs = OpArgs()
+    attrs: tuple[HostAttr, ...] = ()
+    comm: Optional[CommAttrs] = None
+
+    @property
+    def is_process_root(self) -> bool:
+        return self.name in PROCESS_ROOT_NAMES
+
+    @property
+    def is_thread_root(self) -> bool:
+        return self.name in THREAD_ROOT_NAMES
+
+    @property
+    def is_record_param_comms(self) -> bool:
+        return self.name == RECORD_PARAM_COMMS_NAME
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """Value of an extra attr (e.g. ``kernel_backend``, ``tensor_range``)."""
+        for entry in self.attrs:
+            if entry.name == name:
+                return entry.value
+        return default
+
+
+class ProcessGroup(msgspec.Struct, frozen=True, gc=False):
+    """One process group from ``## process_group:init ##``. Empty ``ranks`` means every rank
+    of the job (as PyTorch writes it for the default group)."""
+
+    pg_name: str
+    pg_desc: Optional[str] = None
+    backend_config: Optional[str] = None
+    backend_id: Optional[int] = None
+    ranks: tuple[int, ...] = ()
+    group_size: Optional[int] = None
+    group_count: Optional[int] = None
+
+
+class SchemaVersion(msgspec.Struct, frozen=True, order=True, gc=False):
+    """A host ET schema string such as ``1.1.1-chakra.0.0.4``, split into numbers."""
+
+    major: int
+    minor: int
+    patch: int
+    chakra: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        base = f"{self.major}.{self.minor}.{self.patch}"
+        return f"{base}-chakra.{'.'.join(map(str, self.chakra))}" if self.chakra else base
+
+
+class HostTrace(msgspec.Struct, frozen=True, gc=False):
+    """A loaded host ET. ``ops`` are sorted by id. ``notes`` says what the loader had to
+    guess (e.g. an unknown schema version read as a known layout)."""
+
+    path: str
+    schema: str
+    version: SchemaVersion
+    pid: Optional[int]
+    time: Optional[str]
+    start_ts: Optional[int]
+    finish_ts: Optional[int]
+    ops: tuple[HostOp, ...]
+    process_groups: tuple[ProcessGroup, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def op_by_id(self) -> dict[int, HostOp]:
+        """A fresh id → op map (O(n))."""
+        return {op.id: op for op in self.ops}
+
+    def thread_roots(self) -> tuple[HostOp, ...]:
+        return tuple(op for op in self.ops if op.is_thread_root)
+
+    def process_group_init(self) -> Optional[HostOp]:
+        return next((op for op in self.ops if op.name == PROCESS_GROUP_INIT_NAME), None)
+
+    @property
+    def thread_ids(self) -> tuple[int, ...]:
+        """Distinct ``tid`` values of the ops, sorted."""
+        return tuple(sorted({op.tid for op in self.ops if not op.is_process_root}))
