@@ -45,14 +45,16 @@ class _RawKinetoTrace(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(_RawKinetoTrace, strict=False)
 
 
-def load_device_trace(path: PathLike) -> DeviceTrace:
+def load_device_trace(path: PathLike, data: Optional[bytes] = None) -> DeviceTrace:
     """Load a Kineto trace; gzip is recognised by content.
 
     Raises :class:`~chakra.errors.TraceFormatError` (one line naming the file) for invalid
     JSON, a file of another kind, a timed event without a numeric ``ts``, or a negative
-    duration. A trace without ProfilerStep annotations or flows loads fine.
+    duration. A trace without ProfilerStep annotations or flows loads fine. ``data`` is the
+    file's decompressed content when the caller has already read it.
     """
-    data = read_json_bytes(path)
+    if data is None:
+        data = read_json_bytes(path)
     with gc_paused():
         try:
             raw: _RawKinetoTrace = decode_json(path, data, _DECODER, WHAT)

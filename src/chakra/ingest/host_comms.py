@@ -63,37 +63,48 @@ def comm_attrs_from_attrs(attrs: list[RawAttr]) -> Optional[CommAttrs]:
 
 
 def _typed(values: list, types: list, index: int, prefix: str) -> Any:
-    if index < len(values) and index < len(types) and str(types[index]).startswith(prefix):
+    if 0 <= index < len(values) and index < len(types) and str(types[index]).startswith(prefix):
         return values[index]
     return None
 
 
-def comm_attrs_from_inputs(inputs: OpArgs) -> CommAttrs:
+def comm_attrs_from_inputs(inputs: OpArgs, outputs: OpArgs) -> CommAttrs:
     """CommAttrs from the positional inputs of ``record_param_comms`` (schemas 1.0.2-1.0.4).
 
     1.0.2: [tensors, seq, pg id (Int), rank, collective name, in splits, out splits, size];
     1.0.3+: [tensors, seq, (pg name, pg desc), rank, collective name, in splits, out splits,
-    global rank start, global rank stride, size]. Entries of unexpected type are skipped.
+    global rank start, global rank stride, size]. ``wait`` records have no tensor list, so
+    positions shift by one. Entries of unexpected type are skipped. Message sizes are the
+    element counts of the input and output tensors.
     """
     values, types = inputs.values, inputs.types
-    seq = _typed(values, types, 1, "Int")
-    pg = _typed(values, types, 2, "Tuple[String")
-    pg_id = _typed(values, types, 2, "Int")
+    first = str(types[0]) if types else ""
+    shift = 0 if "Tensor" in first else -1
+
+    def at(index: int, prefix: str) -> Any:
+        return _typed(values, types, index + shift, prefix)
+
+    pg = at(2, "Tuple[String")
+    pg_id = at(2, "Int")
     pg_name = str(pg[0]) if isinstance(pg, list) and pg else None
     pg_desc = str(pg[1]) if isinstance(pg, list) and len(pg) > 1 else None
     if pg_name is None and pg_id is not None:
         pg_name = str(pg_id)
     modern = pg is not None
+    in_elements = sum(t.num_elements for t in inputs.tensors())
+    out_elements = sum(t.num_elements for t in outputs.tensors())
     return CommAttrs(
-        collective_name=_typed(values, types, 4, "String"),
-        in_split_size=_typed(values, types, 5, "GenericList"),
-        out_split_size=_typed(values, types, 6, "GenericList"),
-        global_rank_start=_typed(values, types, 7, "Int") if modern else None,
-        global_rank_stride=_typed(values, types, 8, "Int") if modern else None,
-        pg_size=_typed(values, types, 9 if modern else 7, "Int"),
-        pg_name=pg_name,
-        pg_desc=pg_desc,
-        seq=seq,
+        collective_name=at(4, "String"),
+        in_msg_nelems=in_elements if shift == 0 else None,
+        out_msg_nelems=out_elements if shift == 0 else None,
+        in_split_size=at(5, "GenericList"),
+        out_split_size=at(6, "GenericList"),
+        global_rank_start=at(7, "Int") if modern else None,
+        global_rank_stride=at(8, "Int") if modern else None,
+        pg_size=at(9 if modern else 7, "Int"),
+        pg_name=pg_name or None,
+        pg_desc=pg_desc or None,
+        seq=at(1, "Int"),
     )
 
 

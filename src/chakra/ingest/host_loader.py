@@ -31,14 +31,16 @@ STANDARD_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_
 WHAT = "host execution trace"
 
 
-def load_host_trace(path: PathLike) -> HostTrace:
+def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
     """Load a host ET; gzip is recognised by content.
 
     Raises :class:`~chakra.errors.TraceFormatError` (one line naming the file) for a file
     that is not a host ET of a readable layout. An unknown schema version is read with the
-    layout its nodes show, with a warning logged and kept in ``HostTrace.notes``.
+    layout its nodes show, with a warning logged and kept in ``HostTrace.notes``. ``data``
+    is the file's decompressed content when the caller has already read it.
     """
-    data = read_json_bytes(path)
+    if data is None:
+        data = read_json_bytes(path)
     with gc_paused():
         try:
             raw: RawHostTrace = decode_json(path, data, HOST_TRACE_DECODER, WHAT)
@@ -132,7 +134,7 @@ def _op_from_attrs(path: PathLike, node: RawHostNode) -> HostOp:
         for name, value in standard.items()
         if name != "op_schema"
     }
-    inputs = _args(node.inputs)
+    inputs, outputs = _args(node.inputs), _args(node.outputs)
     return HostOp(
         id=node.id,
         name=node.name,
@@ -140,9 +142,9 @@ def _op_from_attrs(path: PathLike, node: RawHostNode) -> HostOp:
         rf_id=fields.pop("rf_id", None),
         op_schema=str(standard.get("op_schema", "")),
         inputs=inputs,
-        outputs=_args(node.outputs),
+        outputs=outputs,
         attrs=tuple(extra),
-        comm=_comm(node, inputs),
+        comm=_comm(node, inputs, outputs),
         **fields,
     )
 
@@ -154,6 +156,7 @@ def _op_from_top_level(path: PathLike, node: RawHostNode) -> HostOp:
         return _args(value)
 
     inputs = listed(node.inputs, node.input_shapes, node.input_types)
+    outputs = listed(node.outputs, node.output_shapes, node.output_types)
     return HostOp(
         id=node.id,
         name=node.name,
@@ -166,15 +169,15 @@ def _op_from_top_level(path: PathLike, node: RawHostNode) -> HostOp:
         fw_tid=node.fw_tid or 0,
         op_schema=node.op_schema or "",
         inputs=inputs,
-        outputs=listed(node.outputs, node.output_shapes, node.output_types),
-        comm=_comm(node, inputs),
+        outputs=outputs,
+        comm=_comm(node, inputs, outputs),
     )
 
 
-def _comm(node: RawHostNode, inputs: OpArgs) -> Optional[Any]:
+def _comm(node: RawHostNode, inputs: OpArgs, outputs: OpArgs) -> Optional[Any]:
     if node.name != RECORD_PARAM_COMMS_NAME:
         return None
-    return comm_attrs_from_attrs(node.attrs or []) or comm_attrs_from_inputs(inputs)
+    return comm_attrs_from_attrs(node.attrs or []) or comm_attrs_from_inputs(inputs, outputs)
 
 
 def _process_groups(ops: tuple[HostOp, ...]) -> tuple[tuple, Optional[str]]:
@@ -182,4 +185,3 @@ def _process_groups(ops: tuple[HostOp, ...]) -> tuple[tuple, Optional[str]]:
     if init is None:
         return (), None
     return parse_process_groups(init.inputs)
-

@@ -36,6 +36,9 @@ class TensorRef(msgspec.Struct, frozen=True, gc=False):
         return self.num_elements * self.element_bytes
 
 
+_END = object()
+
+
 def _is_tensor_value(value: Any) -> bool:
     return (
         isinstance(value, list)
@@ -54,14 +57,15 @@ def _tensors_in(value: Any, type_name: str) -> Iterator[TensorRef]:
         yield TensorRef(*value)
         return
     if isinstance(value, list):
-        stack = [value]
-        while stack:  # explicit stack: no recursion on deep nesting
-            items = stack.pop()
-            for item in reversed(items):
-                if _is_tensor_value(item):
-                    yield TensorRef(*item)
-                elif isinstance(item, list):
-                    stack.append(item)
+        stack = [iter(value)]
+        while stack:  # explicit stack of iterators: in order, no recursion on deep nesting
+            item = next(stack[-1], _END)
+            if item is _END:
+                stack.pop()
+            elif _is_tensor_value(item):
+                yield TensorRef(*item)
+            elif isinstance(item, list):
+                stack.append(iter(item))
 
 
 class OpArgs(msgspec.Struct, frozen=True, gc=False):
@@ -81,7 +85,7 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
                 yield from _tensors_in(value, type_name)
 
     def tensor_bytes(self) -> int:
-        """Total bytes of all tensors (``numel × itemsize``), counting each once per use."""
+        """Total bytes of all tensors (``numel * itemsize``), counting each once per use."""
         return sum(t.nbytes for t in self.tensors())
 
 

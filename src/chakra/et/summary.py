@@ -1,0 +1,43 @@
+"""A short, JSON-ready summary of a Chakra ET file, computed while streaming it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from chakra.errors import PathLike
+from chakra.et.attributes import get_int_attr
+from chakra.et.reader import EtReader
+from chakra.et.schema import CollectiveCommType, NodeType
+
+
+def summarize_et(path: PathLike) -> dict[str, Any]:
+    types: Counter[str] = Counter()
+    collectives: Counter[str] = Counter()
+    data_deps = ctrl_deps = 0
+    with EtReader(path) as reader:
+        metadata = reader.metadata
+        for node in reader:
+            types[
+                NodeType(node.type).name
+                if node.type in NodeType._value2member_map_
+                else str(node.type)
+            ] += 1
+            data_deps += len(node.data_deps)
+            ctrl_deps += len(node.ctrl_deps)
+            comm_type = get_int_attr(node, "comm_type")
+            if comm_type is not None and node.type == NodeType.COMM_COLL_NODE:
+                known = comm_type in CollectiveCommType._value2member_map_
+                collectives[CollectiveCommType(comm_type).name if known else str(comm_type)] += 1
+        count = reader.nodes_read
+    return {
+        "kind": "Chakra ET",
+        "gzip": reader.is_gzip,
+        "version": metadata.version,
+        "metadata_attrs": [attr.name for attr in metadata.attr],
+        "nodes": count,
+        "nodes_by_type": dict(sorted(types.items())),
+        "collectives": dict(sorted(collectives.items())),
+        "data_deps": data_deps,
+        "ctrl_deps": ctrl_deps,
+    }  # fmt: skip

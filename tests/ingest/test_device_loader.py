@@ -1,0 +1,172 @@
+"""Kineto trace loading: real traces of every vendor and vintage, edge cases, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chakra.errors import TraceFormatError
+from chakra.ingest import RuntimeKind, load_device_trace
+from chakra.ingest.vocabulary import runtime_kind
+
+
+def hta(shared_traces: Path, name: str) -> Path:
+    return shared_traces / "hta" / f"{name}.kineto.json.gz"
+
+
+def kernels_by_stream(trace: Any) -> Counter:
+    return Counter(e.stream for e in trace.gpu_ops if e.category == "kernel")
+
+
+def test_simple_add(shared_traces: Path) -> None:
+    trace = load_device_trace(hta(shared_traces, "simple_add"))
+    assert kernels_by_stream(trace) == {7: 4}
+    assert trace.count("ac2g") == len(trace.flows) == 19
+    assert Counter(runtime_kind(e.name) for e in trace.runtime_calls)[
+        RuntimeKind.SYNC_DEVICE] == 5  # fmt: skip
+    assert all(e.rf_id is None for e in trace.cpu_ops)  # joined by External id only
+    assert trace.rank == 0 and trace.steps == ()
+
+
+def test_linear_many_iterations(shared_traces: Path) -> None:
+    trace = load_device_trace(shared_traces / "param" / "linear.kineto.json.gz")
+    assert len(trace.cpu_ops) == 37078
+    by_category = Counter(e.category for e in trace.gpu_ops)
+    assert by_category == {"kernel": 8716, "gpu_memset": 1640}
+    assert trace.streams == (7,)
+    assert len(trace.flows) == 24871
+
+
+def test_event_sync_multi_stream(shared_traces: Path) -> None:
+    trace = load_device_trace(hta(shared_traces, "event_sync_multi_stream"))
+    assert trace.streams == (20, 24, 28)
+    assert Counter(e.args.sync_kind for e in trace.cuda_syncs) == {
+        "Event Sync": 3, "Stream Wait Event": 1, "Context Sync": 1}  # fmt: skip
+    wait = next(e for e in trace.cuda_syncs if e.args.sync_kind == "Stream Wait Event")
+    assert (wait.args.wait_on_stream, wait.args.wait_on_event_correlation, wait.stream) == (
+        20, 1385, 24)  # fmt: skip
+    assert all(e.rf_id is not None for e in trace.cpu_ops)
+
+
+def test_nccl_data_modern_keys(shared_traces: Path) -> None:
+    trace = load_device_trace(hta(shared_traces, "nccl_data"))
+    assert sum(kernels_by_stream(trace).values()) == 2700
+    assert set(kernels_by_stream(trace)) == {7, 40}
+    assert (trace.rank, trace.world_size) == (0, 2)
+    assert trace.distributed and trace.distributed.pg_config[0].pg_desc == "default_pg"
+    assert any(e.name == "cudaLaunchKernelExC" for e in trace.runtime_calls)
+    assert all(isinstance(e.ts_us, float) for e in trace.cpu_ops)
+    nccl = [e for e in trace.gpu_ops if e.name.startswith("ncclKernel")]
+    assert nccl and all(e.args.pg_name == "0" and e.args.collective_name for e in nccl)
+    comms = [e for e in trace.cpu_ops if e.name == "record_param_comms"]
+    assert any(e.args.in_msg_nelems == 2049000 and e.args.collective_name == "allreduce"
+               for e in comms)  # fmt: skip
+    assert (comms[0].args.collective_name, comms[0].args.in_msg_nelems) == ("broadcast", 53120)
+    assert [s.number for s in trace.steps] == [4, 5, 6]
+
+
+def test_amd_hip(shared_traces: Path) -> None:
+    trace = load_device_trace(hta(shared_traces, "amd_mi250"))
+    names = {e.name for e in trace.runtime_calls}
+    assert {"hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyWithStream"} <= names
+    assert runtime_kind("hipExtModuleLaunchKernel") is RuntimeKind.LAUNCH
+    assert trace.streams == (0,)
+    copy_call = next(e for e in trace.runtime_calls if e.name == "hipMemcpyWithStream")
+    assert copy_call.args.stream == "0x0" and copy_call.stream == 0
+
+
+def test_triton_driver_launch(shared_traces: Path) -> None:
+    trace = load_device_trace(hta(shared_traces, "triton_example"))
+    (launch,) = [e for e in trace.runtime_calls if e.category == "cuda_driver"]
+    (kernel,) = trace.gpu_ops
+    assert launch.name == "cuLaunchKernel" and runtime_kind(launch.name) is RuntimeKind.LAUNCH
+    assert launch.correlation == kernel.correlation == 35
+
+
+def test_alexnet_two_streams_and_syncs(shared_traces: Path) -> None:
+    trace = load_device_trace(hta(shared_traces, "alexnet"))
+    assert kernels_by_stream(trace) == {7: 73, 20: 6}
+    assert len(trace.cuda_syncs) == 41
+
+
+# --- hand-made traces -------------------------------------------------------------------------
+
+
+def kineto(events: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
+    return {"schemaVersion": 1, "traceEvents": events, **top}
+
+
+def write(path: Path, document: Any) -> Path:
+    path.write_text(json.dumps(document))
+    return path
+
+
+def op(name: str, ts: Any, dur: Any = 10, cat: str = "cpu_op", **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+            "args": args}  # fmt: skip
+
+
+def test_groups_are_sorted_parents_first(tmp_path: Path) -> None:
+    events = [
+        op("inner", 100, 5),
+        op("outer", 100, 50),
+        op("later", 200.5),
+        op("ProfilerStep#3", 90, 200, cat="user_annotation"),
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}},
+    ]
+    trace = load_device_trace(write(tmp_path / "k.json", kineto(events)))
+    assert [e.name for e in trace.cpu_ops] == ["outer", "inner", "later"]
+    assert [(s.number, s.ts_us, s.end_us) for s in trace.steps] == [(3, 90, 290)]
+    assert trace.thread_names == ((1, 1, "main"),)
+
+
+def test_string_ids_are_coerced(tmp_path: Path) -> None:
+    events = [op("x", 1, **{"External id": "12", "Ev Idx": "3"})]
+    (event,) = load_device_trace(write(tmp_path / "k.json", kineto(events))).cpu_ops
+    assert (event.external_id, event.args.ev_idx) == (12, 3)
+
+
+def test_empty_trace_loads(tmp_path: Path) -> None:
+    trace = load_device_trace(write(tmp_path / "k.json", kineto([])))
+    assert trace.cpu_ops == () and trace.category_counts == ()
+
+
+BAD_DOCUMENTS: dict[str, tuple[Any, str]] = {
+    "host_passed_as_kineto": ({"schema": "1.0.1", "nodes": []}, "this is a host execution"),
+    "non_numeric_ts": (kineto([op("x", "soon")]),
+                       "Expected `int | float | null`, got `str` (at traceEvents[0].ts)"),
+    "missing_ts": (kineto([{"ph": "X", "cat": "kernel", "name": "k", "dur": 3}]),
+                   "event 0 ('k', ph 'X') has no 'ts'"),
+    "negative_dur": (kineto([op("x", 5, -2)]), "negative duration -2"),
+    "no_trace_events": ({"schemaVersion": 1}, "missing required field `traceEvents`"),
+    "events_not_a_list": (kineto({"a": 1}), "Expected `array`, got `object`"),  # type: ignore[arg-type]
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DOCUMENTS))
+def test_bad_documents_give_one_line_naming_the_file(tmp_path: Path, case: str) -> None:
+    document, expected = BAD_DOCUMENTS[case]
+    path = write(tmp_path / f"{case}.json", document)
+    with pytest.raises(TraceFormatError) as info:
+        load_device_trace(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_truncated_inputs(tmp_path: Path) -> None:
+    text = json.dumps(kineto([op("x", 1), op("y", 2)])).encode()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(text[: len(text) // 2])
+    with pytest.raises(TraceFormatError, match=r"not a valid Kineto trace: Input data was trunc"):
+        load_device_trace(cut)
+    cut_gz = tmp_path / "cut.json.gz"
+    cut_gz.write_bytes(gzip.compress(text)[:-8])
+    with pytest.raises(TraceFormatError, match="corrupt or truncated gzip data"):
+        load_device_trace(cut_gz)
