@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 from typing import BinaryIO
 
-from chakra.errors import FileAccessError, PathLike
+from chakra.errors import FileAccessError, PathLike, TraceFormatError
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -36,3 +37,18 @@ def open_binary_input(path: PathLike) -> tuple[BinaryIO, bool]:
         return gzip.open(source, "rb"), True  # type: ignore[return-value]
     except OSError as exc:
         raise FileAccessError(f"cannot open {source}: {exc.strerror or exc}") from exc
+
+
+def read_input(path: PathLike, size: int = -1) -> bytes:
+    """The (decompressed) content of ``path``: all of it, or its first ``size`` bytes.
+
+    Corrupt or truncated gzip data raises :class:`TraceFormatError` naming the file.
+    """
+    stream, is_gzip = open_binary_input(path)
+    with stream:
+        try:
+            return stream.read(size)
+        except (OSError, EOFError, zlib.error) as exc:
+            if not is_gzip:
+                raise FileAccessError(f"cannot read {path}: {exc}") from exc
+            raise TraceFormatError(path, f"corrupt or truncated gzip data ({exc})") from exc

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import enum
-import zlib
 from typing import Union
 
 from chakra.errors import PathLike, TraceFormatError
-from chakra.fileio import open_binary_input
+from chakra.fileio import read_input
 from chakra.ingest.device_loader import load_device_trace
 from chakra.ingest.device_model import DeviceTrace
 from chakra.ingest.host_loader import load_host_trace
 from chakra.ingest.host_model import HostTrace
-from chakra.ingest.json_input import read_json_bytes, top_level_keys
+from chakra.ingest.json_input import object_keys, read_json_bytes
 
 
 class TraceKind(enum.Enum):
@@ -25,19 +24,9 @@ def looks_like_json(data: bytes) -> bool:
     return data.lstrip()[:1] in (b"{", b"[")
 
 
-def peek(path: PathLike, size: int = 256) -> bytes:
-    """The first ``size`` bytes of the (decompressed) file."""
-    stream, _ = open_binary_input(path)
-    with stream:
-        try:
-            return stream.read(size)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(path, f"cannot read ({exc})") from exc
-
-
 def sniff_kind(path: PathLike) -> TraceKind:
     """JSON traces are told apart later by their keys; anything else is taken as a Chakra ET."""
-    head = peek(path)
+    head = read_input(path, 256)
     if not head:
         raise TraceFormatError(path, "empty file")
     return TraceKind.HOST_ET if looks_like_json(head) else TraceKind.CHAKRA_ET
@@ -48,7 +37,7 @@ def load_json_trace(path: PathLike) -> Union[HostTrace, DeviceTrace]:
     data = read_json_bytes(path)
     if not looks_like_json(data):
         raise TraceFormatError(path, "not a JSON trace (host execution trace or Kineto trace)")
-    keys = top_level_keys(data)
+    keys = object_keys(path, data)
     if "nodes" in keys:
         return load_host_trace(path, data)
     if "traceEvents" in keys:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import re
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
-from chakra.errors import FileAccessError, PathLike, TraceFormatError
-from chakra.fileio import open_binary_input
+from chakra.errors import PathLike, TraceFormatError
+from chakra.fileio import read_input
 
 _JSON_PATH = re.compile(r"at `\$(.*)`$")
 
@@ -40,14 +39,7 @@ def gc_paused() -> Iterator[None]:
 
 def read_json_bytes(path: PathLike) -> bytes:
     """The whole (decompressed) content of ``path``."""
-    stream, is_gzip = open_binary_input(path)
-    with stream:
-        try:
-            return stream.read()
-        except (OSError, EOFError, zlib.error) as exc:
-            if not is_gzip:
-                raise FileAccessError(f"cannot read {path}: {exc}") from exc
-            raise TraceFormatError(path, f"corrupt or truncated gzip data ({exc})") from exc
+    return read_input(path)
 
 
 def describe_decode_error(exc: msgspec.MsgspecError) -> str:
@@ -71,9 +63,19 @@ def decode_json(path: PathLike, data: bytes, decoder: msgspec.json.Decoder, what
 
 
 def top_level_keys(data: bytes) -> list[str]:
-    """The keys of a JSON object document, to tell trace kinds apart in error messages."""
+    """The keys of a JSON object document (empty if it is not one), to tell kinds apart."""
+    try:
+        return object_keys("", data)
+    except TraceFormatError:
+        return []
+
+
+def object_keys(path: PathLike, data: bytes) -> list[str]:
+    """The top-level keys of a JSON object document; invalid JSON raises TraceFormatError."""
     try:
         decoded = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
-    except msgspec.DecodeError:
-        return []
+    except msgspec.DecodeError as exc:
+        raise TraceFormatError(
+            path, f"not a valid JSON object: {describe_decode_error(exc)}"
+        ) from exc
     return list(decoded)

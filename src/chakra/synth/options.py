@@ -1,0 +1,103 @@
+"""What a synthetic job looks like: seed, size, rank count and the trace vintage to imitate."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Optional
+
+from chakra.errors import ChakraError
+
+MAX_RANKS = 64
+MAX_OPS_PER_STEP = 10_000_000
+
+#: Vintage names accepted by :func:`options_with_vintages` and the CLI, with what they change.
+VINTAGES = {
+    "modern": "PyTorch 2.x as described (the default; combines with nothing, changes nothing)",
+    "no_rf_id": "Kineto cpu_ops have no 'Record function id' (External id still present)",
+    "no_flows": "no ac2g flow events in Kineto",
+    "legacy_1_0_1": "host ET in schema 1.0.1 layout, host rf_ids unrelated to Kineto ids",
+}
+
+
+class SynthOptionsError(ChakraError):
+    """Synthetic-job options that cannot be honoured (out of range, unknown vintage...)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SynthOptions:
+    """Everything that determines a synthetic job; equal options give byte-identical files.
+
+    ``ops_per_step`` is the size knob: the approximate number of GPU ops per rank and step
+    (at least one transformer layer is always generated, so small values round up).
+    ``host_step`` is the 0-based index of the one profiled step the host ET covers
+    (``None``: the host ET covers every step). ``rf_id_in_kineto`` False drops Kineto's
+    ``Record function id``; ``flows`` False drops ``ac2g`` flows; ``legacy_host_et`` writes
+    the host ET in schema ``1.0.1`` with rf_ids that do not match Kineto (it implies no
+    ``Record function id`` in Kineto, as PyTorch of that age wrote). ``integer_timestamps``
+    writes whole microseconds instead of 3-decimal floats. ``gzip`` compresses every file.
+    """
+
+    seed: int = 0
+    ranks: int = 2
+    steps: int = 2
+    ops_per_step: int = 200
+    rf_id_in_kineto: bool = True
+    flows: bool = True
+    legacy_host_et: bool = False
+    host_step: Optional[int] = None
+    integer_timestamps: bool = False
+    gzip: bool = False
+
+    def __post_init__(self) -> None:
+        _check_range("seed", self.seed, 0, 2**63 - 1)
+        _check_range("ranks", self.ranks, 1, MAX_RANKS)
+        _check_range("steps", self.steps, 1, 1_000_000)
+        _check_range("ops_per_step", self.ops_per_step, 1, MAX_OPS_PER_STEP)
+        if self.host_step is not None:
+            _check_range("host_step", self.host_step, 0, self.steps - 1)
+
+    @property
+    def kineto_has_rf_id(self) -> bool:
+        """Whether Kineto cpu_ops carry ``Record function id`` (never for the legacy vintage)."""
+        return self.rf_id_in_kineto and not self.legacy_host_et
+
+    def vintages(self) -> tuple[str, ...]:
+        """The vintage names these options correspond to (``("modern",)`` when none apply)."""
+        names = [
+            name
+            for name, on in (
+                ("no_rf_id", not self.rf_id_in_kineto),
+                ("no_flows", not self.flows),
+                ("legacy_1_0_1", self.legacy_host_et),
+            )
+            if on
+        ]
+        return tuple(names) or ("modern",)
+
+    def describe(self) -> dict:
+        """The options as a JSON-ready mapping (written into every truth file)."""
+        described = dataclasses.asdict(self)
+        described["vintages"] = list(self.vintages())
+        return described
+
+
+def _check_range(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SynthOptionsError(f"{name} must be an integer from {low} to {high}, not {value!r}")
+
+
+def options_with_vintages(base: SynthOptions, vintages: Iterable[str]) -> SynthOptions:
+    """``base`` with the flags of the named vintages switched on (see :data:`VINTAGES`)."""
+    changes: dict[str, bool] = {}
+    for name in vintages:
+        if name not in VINTAGES:
+            known = ", ".join(VINTAGES)
+            raise SynthOptionsError(f"unknown vintage {name!r}; known vintages: {known}")
+        if name == "no_rf_id":
+            changes["rf_id_in_kineto"] = False
+        elif name == "no_flows":
+            changes["flows"] = False
+        elif name == "legacy_1_0_1":
+            changes["legacy_host_et"] = True
+    return dataclasses.replace(base, **changes)
