@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from typing import Optional, Union
+from typing import Optional
 
 import msgspec
 from msgspec import field
@@ -136,6 +136,4 @@ def _check_timing(path: PathLike, index: int, event: KinetoEvent) -> None:
 
 def _step(event: KinetoEvent) -> ProfilerStep:
     match = _STEP_NUMBER.match(event.name)
-    number = int(match.group(1)) if match else -1
-    ts: Union[int, float] = event.ts_us or 0
-    return ProfilerStep(number=number, ts_us=ts, dur_us=event.dur_us, tid=event.tid)
+    return ProfilerStep(number=int(match.group(1)) if match else -1, event=event)

@@ -135,13 +135,15 @@ class ProfilerStep(msgspec.Struct, frozen=True, gc=False):
     """A ``ProfilerStep#N`` annotation: the window of iteration ``number``."""
 
     number: int
-    ts_us: Union[int, float]
-    dur_us: Union[int, float]
-    tid: Union[int, str]
+    event: KinetoEvent
+
+    @property
+    def ts_us(self) -> Union[int, float]:
+        return self.event.ts_us or 0
 
     @property
     def end_us(self) -> Union[int, float]:
-        return self.ts_us + self.dur_us
+        return self.event.end_us
 
 
 class DeviceTrace(msgspec.Struct, frozen=True, gc=False):
