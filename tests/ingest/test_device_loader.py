@@ -170,3 +170,13 @@ def test_truncated_inputs(tmp_path: Path) -> None:
     cut_gz.write_bytes(gzip.compress(text)[:-8])
     with pytest.raises(TraceFormatError, match="corrupt or truncated gzip data"):
         load_device_trace(cut_gz)
+
+
+def test_event_sync_single_stream(shared_traces: Path) -> None:
+    trace = load_device_trace(hta(shared_traces, "event_sync"))
+    assert trace.streams == (7,)
+    assert Counter(e.args.sync_kind for e in trace.cuda_syncs) == {
+        "Event Sync": 2, "Stream Sync": 1, "Context Sync": 1}  # fmt: skip
+    kinds = Counter(runtime_kind(e.name) for e in trace.runtime_calls)
+    assert kinds[RuntimeKind.SYNC_EVENT] == kinds[RuntimeKind.SYNC_STREAM] == 1
+    assert [s.number for s in trace.steps] == [100]
