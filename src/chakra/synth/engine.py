@@ -1,0 +1,442 @@
+"""The timing engine: runs one rank's program on a model of a CPU and a GPU's streams.
+
+:class:`RankEngine` turns actions into timed records (integer ns) and ground-truth edges,
+handing each to a :class:`RankSink` as soon as it is final, so nothing grows with the trace.
+Collectives suspend the engine (:meth:`RankEngine.run` is a generator) until the job driver
+knows when the collective ends on every member rank.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Optional, Protocol
+
+import msgspec
+
+from chakra.synth.program import US, JobPlan, rank_actions
+from chakra.synth.records import (
+    CollectiveCall,
+    DeviceSync,
+    EtNode,
+    EventRecord,
+    EventSync,
+    Gap,
+    GpuRecord,
+    HostOpRecord,
+    Launch,
+    OpBegin,
+    OpEnd,
+    RankIdentity,
+    RuntimeRecord,
+    StreamSync,
+    StreamWait,
+    SwitchThread,
+    SyncRecord,
+)
+from chakra.synth.vocabulary import (
+    COMPUTE_STREAM,
+    COPY_STREAM,
+    DEFAULT_PG_STREAM,
+    GPUS_PER_NODE,
+    PROCESS_GROUP_INIT,
+    SCOPE_USER,
+    SUBGROUP_STREAM,
+    SyncKind,
+)
+
+JOB_START_NS = 1_700_000_000_000  # ns; 1.7e9 µs keeps 3-decimal µs floats exact
+CORRELATION_BASE = 10_000
+
+
+class RankSink(Protocol):
+    """Where the engine hands finished records (the rank's writers)."""
+
+    def host_op(self, record: HostOpRecord) -> None: ...
+    def et_node(self, node: EtNode) -> None: ...
+    def runtime(self, record: RuntimeRecord) -> None: ...
+    def gpu(self, record: GpuRecord) -> None: ...
+    def sync(self, record: SyncRecord) -> None: ...
+    def edge(self, kind: str, src: str, dst: str) -> None: ...
+
+
+class CollectiveArrival(msgspec.Struct, frozen=True, gc=False):
+    """A rank's NCCL kernel for ``call`` can start at ``start_ns``; the engine waits to be
+    sent the collective's common end time."""
+
+    call: CollectiveCall
+    rank: int
+    start_ns: int
+    correlation: int
+
+
+class _OpenOp:
+    """A host op that has begun and not yet ended (mutable while open)."""
+
+    __slots__ = ("action", "et_parent", "et_rf_id", "ev_idx", "external_id", "host_id",
+                 "parent_host_id", "rf_id", "ts_ns")  # fmt: skip
+
+    def __init__(self, action: OpBegin, ts_ns: int) -> None:
+        self.action = action
+        self.ts_ns = ts_ns
+
+
+class _Stream:
+    """What the engine knows about a GPU stream: its last op and pending event waits."""
+
+    __slots__ = ("last_correlation", "last_end_ns", "waits")
+
+    def __init__(self) -> None:
+        self.last_correlation = 0
+        self.last_end_ns = 0
+        self.waits: list[tuple[int, int]] = []  # (src correlation, src end) for the next op
+
+
+class _Event:
+    """A recorded CUDA event: its stream, the record call and the GPU op before it."""
+
+    __slots__ = ("cuda_id", "record_correlation", "src_correlation", "src_end_ns", "stream")
+
+    def __init__(self, stream: int, record_correlation: int, cuda_id: int, src: _Stream):
+        self.stream = stream
+        self.record_correlation = record_correlation
+        self.cuda_id = cuda_id
+        self.src_correlation = src.last_correlation
+        self.src_end_ns = src.last_end_ns
+
+
+def rank_identity(plan: JobPlan, rank: int) -> RankIdentity:
+    """The pid, tids, device and clock start of ``rank`` (pure)."""
+    seed = plan.options.seed
+    pid = 1_000 + (seed * 7_919 + rank * 104_729) % 4_000_000
+    return RankIdentity(
+        rank=rank,
+        pid=pid,
+        tids=(pid, pid + 9 + rank % 5),
+        device=rank % GPUS_PER_NODE,
+        start_ns=JOB_START_NS + (seed % 1000) * 1_000 * US,
+        groups=plan.groups,
+        streams=(COMPUTE_STREAM, COPY_STREAM, DEFAULT_PG_STREAM, SUBGROUP_STREAM),
+    )
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of ``rank``'s random durations (independent of other ranks)."""
+    return (seed * 1_000_003 + rank * 7_919 + 17) % (2**63)
+
+
+class RankEngine:
+    """Executes one rank's program; a lifecycle object (clocks, open ops, stream state).
+
+    Times only move forward on the CPU clock ``now``; a GPU op starts no earlier than the end
+    of its launch call plus a launch latency, the end of the previous op on its stream and the
+    GPU ops its stream waits for (events); a blocking call returns after what it waits for.
+    """
+
+    def __init__(self, plan: JobPlan, rank: int, sink: RankSink) -> None:
+        options = plan.options
+        self._plan, self._rank, self._sink = plan, rank, sink
+        self._rng = random.Random(rank_seed(options.seed, rank))
+        self._legacy = options.legacy_host_et
+        self._host_step = options.host_step
+        identity = rank_identity(plan, rank)
+        self.device, self.tids = identity.device, identity.tids
+        self.now = identity.start_ns + self._rng.randrange(50 * US)
+        self._stacks: tuple[list[_OpenOp], list[_OpenOp]] = ([], [])
+        self._thread = 0
+        self._next_host_id = 2  # 1 is the process root
+        self._thread_roots: list[Optional[int]] = [None, None]
+        self._external_id = 3 + options.seed % 50
+        self._rf_id = 0
+        self._legacy_rf_id = 0
+        self._ev_idx = 0
+        self._correlation = CORRELATION_BASE + options.seed % 5000
+        self._cuda_event = 0
+        self._step = -1
+        self._covered = False
+        self._pg_init_written = False
+        self._streams: dict[int, _Stream] = {}
+        self._events: dict[int, _Event] = {}
+        self._forward_host_ids: dict[int, int] = {}
+        self._last_shallow: list[Optional[int]] = [None, None]
+        self._inter_thread_src: Optional[int] = None
+        self.counts = {"host_ops": 0, "gpu_ops": 0, "runtime_calls": 0, "edges": 0}
+        self._handlers = {
+            OpBegin: self._begin,
+            OpEnd: self._end,
+            Gap: self._gap,
+            Launch: self._launch,
+            EventRecord: self._record,
+            StreamWait: self._stream_wait,
+            StreamSync: self._stream_sync,
+            DeviceSync: self._device_sync,
+            EventSync: self._event_sync,
+            SwitchThread: self._switch,
+        }
+
+    # --- driving ------------------------------------------------------------------------------
+
+    def run(self) -> Iterator[CollectiveArrival]:
+        """Execute the program; yield at each collective and expect its end time (ns) back."""
+        handlers = self._handlers
+        for action in rank_actions(self._plan, self._rank):
+            if type(action) is Launch and action.collective is not None:
+                call_record, start = self._enqueue_collective(action)
+                end = yield CollectiveArrival(
+                    action.collective, self._rank, start, call_record.correlation
+                )
+                self._finish_gpu(action, call_record, start, end)
+            else:
+                handlers[type(action)](action)
+        self._sink.et_node(self._process_root())
+
+    def _edge(self, kind: str, src: str, dst: str) -> None:
+        self.counts["edges"] += 1
+        self._sink.edge(kind, src, dst)
+
+    def _uniform(self, low_ns: int, high_ns: int) -> int:
+        return low_ns + int(self._rng.random() * (high_ns - low_ns))
+
+    # --- host ops -----------------------------------------------------------------------------
+
+    def _begin(self, action: OpBegin) -> None:
+        if action.step >= 0:
+            self._start_step(action.step)
+        stack = self._stacks[self._thread]
+        self.now += self._uniform(300, 2 * US)
+        op = _OpenOp(action, self.now)
+        parent = stack[-1] if stack else None
+        self._rf_id += 2 if self._rng.random() < 0.03 else 1
+        op.rf_id = self._rf_id
+        op.external_id = self._external_id
+        self._external_id += 1
+        op.ev_idx = self._ev_idx
+        self._ev_idx += 1
+        op.parent_host_id = parent.host_id if parent is not None else None
+        op.host_id = op.et_rf_id = None
+        op.et_parent = 0
+        if self._covered:
+            self._assign_host_id(op, parent)
+        stack.append(op)
+        if self._inter_thread_src is not None:
+            if op.host_id is not None:
+                self._edge("inter_thread", f"host:{self._inter_thread_src}", f"host:{op.host_id}")
+            self._inter_thread_src = None
+        if action.step >= 0 and self._covered and not self._pg_init_written:
+            self._write_pg_init(op)
+        self.now += self._uniform(500, 3 * US)
+
+    def _assign_host_id(self, op: _OpenOp, parent: Optional[_OpenOp]) -> None:
+        root = self._thread_roots[self._thread]
+        if root is None:
+            root = self._thread_roots[self._thread] = self._new_host_id()
+            self._sink.et_node(EtNode(root, "thread", 1, 0, self._thread + 1, SCOPE_USER))
+        op.host_id = self._new_host_id()
+        op.et_parent = parent.host_id if parent is not None else root
+        op.et_rf_id = self._new_legacy_rf_id() if self._legacy else op.rf_id
+        if op.action.fwd_thread == 0 and op.action.seq >= 0:
+            self._forward_host_ids[op.action.seq] = op.host_id
+
+    def _new_host_id(self) -> int:
+        value = self._next_host_id
+        self._next_host_id += 1
+        return value
+
+    def _new_legacy_rf_id(self) -> int:
+        self._legacy_rf_id += 1
+        return self._legacy_rf_id
+
+    def _write_pg_init(self, step_op: _OpenOp) -> None:
+        self._pg_init_written = True
+        self._rf_id += 1
+        rf_id = self._new_legacy_rf_id() if self._legacy else self._rf_id
+        node = EtNode(self._new_host_id(), PROCESS_GROUP_INIT, step_op.host_id, rf_id, 1,
+                      SCOPE_USER, (("String", self._pg_table()),))  # fmt: skip
+        self._sink.et_node(node)
+
+    def _pg_table(self) -> str:
+        entries = [
+            {"pg_name": g.name, "pg_desc": g.desc, "backend_config": "cuda:nccl",
+             "pg_size": len(g.ranks), "ranks": list(g.ranks)}
+            for g in self._plan.groups
+        ]  # fmt: skip
+        return msgspec.json.encode(entries).decode()
+
+    def _process_root(self) -> EtNode:
+        return EtNode(1, "process", 1, 0, 0, SCOPE_USER)
+
+    def _start_step(self, step: int) -> None:
+        self._step = step
+        self._covered = self._host_step is None or self._host_step == step
+        self._events.clear()
+        self._forward_host_ids.clear()
+
+    def _end(self, _action: OpEnd) -> None:
+        stack = self._stacks[self._thread]
+        op = stack.pop()
+        self.now += self._uniform(300, 2 * US)
+        action = op.action
+        fw_parent = 0
+        if action.backward_of >= 0:
+            fw_parent = self._forward_host_ids.get(action.backward_of, 0)
+        record = HostOpRecord(
+            op.host_id, op.parent_host_id, op.et_parent, op.rf_id, op.et_rf_id, op.external_id,
+            op.ev_idx, self._thread, self.tids[self._thread], op.ts_ns, self.now, self._step,
+            action, fw_parent,
+        )  # fmt: skip
+        self.counts["host_ops"] += 1
+        self._sink.host_op(record)
+        if len(stack) <= (1 if self._thread == 0 else 0) and action.step < 0:
+            self._last_shallow[self._thread] = op.host_id
+
+    def _gap(self, action: Gap) -> None:
+        self.now += self._uniform(action.low_ns, action.high_ns)
+
+    def _switch(self, action: SwitchThread) -> None:
+        self._inter_thread_src = self._last_shallow[self._thread]
+        self._thread = action.thread
+        self.now += self._uniform(action.low_ns, action.high_ns)
+
+    # --- runtime calls and GPU ops ------------------------------------------------------------
+
+    def _stream(self, stream: int) -> _Stream:
+        state = self._streams.get(stream)
+        if state is None:
+            state = self._streams[stream] = _Stream()
+        return state
+
+    def _call(self, name: str, dur_ns: int, stream: Optional[int]) -> RuntimeRecord:
+        """A runtime call starting now and lasting ``dur_ns``; ``now`` moves to its end."""
+        self.now += self._uniform(200, US)
+        op = self._stacks[self._thread][-1]
+        self._correlation += 1
+        record = RuntimeRecord(self._correlation, name, self.tids[self._thread], self.now,
+                               self.now + dur_ns, op.external_id, op.host_id, stream)  # fmt: skip
+        self.now += dur_ns
+        return record
+
+    def _emit_call(self, record: RuntimeRecord) -> None:
+        self.counts["runtime_calls"] += 1
+        self._sink.runtime(record)
+
+    def _earliest_start(self, stream: _Stream, not_before: int) -> int:
+        start = max(not_before, stream.last_end_ns)
+        for _correlation, end in stream.waits:
+            start = max(start, end)
+        return start
+
+    def _launch(self, action: Launch) -> None:
+        stream = self._stream(action.stream)
+        if action.blocking:
+            call = self._call(action.api, 0, action.stream)
+            start = self._earliest_start(stream, call.ts_ns + self._uniform(US, 2 * US))
+            end = start + self._duration(action.base_ns)
+            self.now = end + self._uniform(US, 3 * US)
+            call = msgspec.structs.replace(call, end_ns=self.now)
+            self._finish_gpu(action, call, start, end)
+            self._edge("host_sync", f"gpu:{call.correlation}", f"runtime:{call.correlation}")
+            return
+        call = self._call(action.api, self._uniform(2500, 8 * US), action.stream)
+        start = self._earliest_start(stream, call.end_ns + self._uniform(500, 2 * US))
+        self._finish_gpu(action, call, start, start + self._duration(action.base_ns))
+
+    def _duration(self, base_ns: int) -> int:
+        return max(1_000, int(base_ns * (0.85 + 0.3 * self._rng.random())))
+
+    def _enqueue_collective(self, action: Launch) -> tuple[RuntimeRecord, int]:
+        stream = self._stream(action.stream)
+        call = self._call(action.api, self._uniform(4 * US, 12 * US), action.stream)
+        return call, self._earliest_start(stream, call.end_ns + self._uniform(500, 2 * US))
+
+    def _finish_gpu(self, action: Launch, call: RuntimeRecord, start: int, end: int) -> None:
+        """Emit the launch call, the GPU op and its stream_order/event_wait/launch edges."""
+        self._emit_call(call)
+        stream = self._stream(action.stream)
+        gpu = f"gpu:{call.correlation}"
+        if stream.last_correlation:
+            self._edge("stream_order", f"gpu:{stream.last_correlation}", gpu)
+        for src, _end in stream.waits:
+            self._edge("event_wait", f"gpu:{src}", gpu)
+        if call.host_id is not None:
+            self._edge("launch", f"host:{call.host_id}", gpu)
+        stream.waits = []
+        stream.last_correlation, stream.last_end_ns = call.correlation, end
+        record = GpuRecord(call.correlation, action.name, action.category, action.stream,
+                           self.device, start, end, call.external_id, call.host_id, call,
+                           action.nbytes, action.collective)  # fmt: skip
+        self.counts["gpu_ops"] += 1
+        self._sink.gpu(record)
+
+    # --- events and synchronisation -----------------------------------------------------------
+
+    def _record(self, action: EventRecord) -> None:
+        call = self._call("cudaEventRecord", self._uniform(1500, 4 * US), action.stream)
+        self._emit_call(call)
+        self._cuda_event += 1
+        event = _Event(
+            action.stream, call.correlation, self._cuda_event, self._stream(action.stream)
+        )
+        self._events[action.event] = event
+
+    def _stream_wait(self, action: StreamWait) -> None:
+        event = self._events.pop(action.event)
+        call = self._call("cudaStreamWaitEvent", self._uniform(US, 3 * US), action.stream)
+        self._emit_call(call)
+        self._sink.sync(
+            SyncRecord(
+                SyncKind.STREAM_WAIT_EVENT,
+                call,
+                action.stream,
+                event.stream,
+                event.record_correlation,
+                event.cuda_id,
+                self.device,
+            )
+        )
+        if event.src_correlation:
+            self._stream(action.stream).waits.append((event.src_correlation, event.src_end_ns))
+
+    def _blocking_call(self, name: str, stream: Optional[int], waited: list[tuple[int, int]]):
+        """A call that returns once every (correlation, end) in ``waited`` has finished."""
+        call = self._call(name, self._uniform(2 * US, 4 * US), stream)
+        end = call.end_ns
+        for _correlation, gpu_end in waited:
+            end = max(end, gpu_end + self._uniform(US, 3 * US))
+        self.now = end
+        call = msgspec.structs.replace(call, end_ns=end)
+        self._emit_call(call)
+        for correlation, _end in waited:
+            self._edge("host_sync", f"gpu:{correlation}", f"runtime:{call.correlation}")
+        return call
+
+    def _stream_sync(self, action: StreamSync) -> None:
+        state = self._stream(action.stream)
+        waited = [(state.last_correlation, state.last_end_ns)] if state.last_correlation else []
+        call = self._blocking_call("cudaStreamSynchronize", action.stream, waited)
+        self._sink.sync(SyncRecord(SyncKind.STREAM_SYNC, call, action.stream, -1, -1, -1,
+                                   self.device))  # fmt: skip
+
+    def _device_sync(self, _action: DeviceSync) -> None:
+        waited = [
+            (state.last_correlation, state.last_end_ns)
+            for _stream, state in sorted(self._streams.items())
+            if state.last_correlation
+        ]
+        call = self._blocking_call("cudaDeviceSynchronize", None, waited)
+        self._sink.sync(SyncRecord(SyncKind.CONTEXT_SYNC, call, -1, -1, -1, -1, self.device))
+
+    def _event_sync(self, action: EventSync) -> None:
+        event = self._events.pop(action.event)
+        waited = [(event.src_correlation, event.src_end_ns)] if event.src_correlation else []
+        call = self._blocking_call("cudaEventSynchronize", None, waited)
+        self._sink.sync(
+            SyncRecord(
+                SyncKind.EVENT_SYNC,
+                call,
+                -1,
+                event.stream,
+                event.record_correlation,
+                event.cuda_id,
+                self.device,
+            )
+        )
