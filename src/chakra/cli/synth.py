@@ -1,0 +1,82 @@
+"""``chakra_synth``: write a synthetic multi-rank workload (host ET + Kineto) with ground truth."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.errors import ChakraError
+from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
+from chakra.synth.validate import validate_job
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_synth",
+        description="Generate per-rank host ET and Kineto traces of a synthetic transformer "
+        "training step, with the exact ground truth of what happened.",
+    )
+    parser.add_argument("--out-dir", required=True, help="folder to write (created if needed)")
+    parser.add_argument("--ranks", type=int, default=2, help="number of ranks (default: 2)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--steps", type=int, default=2, help="profiled steps (default: 2)")
+    parser.add_argument(
+        "--ops-per-step", type=int, default=200, help="approximate GPU ops per rank and step"
+    )
+    parser.add_argument(
+        "--vintage",
+        action="append",
+        default=[],
+        choices=sorted(VINTAGES),
+        help="trace vintage to imitate; repeat to combine (default: modern)",
+    )
+    parser.add_argument(
+        "--host-step",
+        type=int,
+        default=None,
+        help="0-based index of the only step the host ET covers (default: all steps)",
+    )
+    parser.add_argument(
+        "--integer-timestamps", action="store_true", help="whole-µs timestamps in the traces"
+    )
+    parser.add_argument("--gzip", action="store_true", help="gzip the per-rank files")
+    parser.add_argument(
+        "--validate", action="store_true", help="re-read the output and check its invariants"
+    )
+    add_log_level_option(parser)
+    return parser
+
+
+def _synth(args: argparse.Namespace) -> None:
+    options = SynthOptions(
+        seed=args.seed,
+        ranks=args.ranks,
+        steps=args.steps,
+        ops_per_step=args.ops_per_step,
+        host_step=args.host_step,
+        integer_timestamps=args.integer_timestamps,
+        gzip=args.gzip,
+    )
+    options = options_with_vintages(options, args.vintage)
+    summary = generate_job(options, args.out_dir)
+    gpu_ops = sum(rank.gpu_ops for rank in summary.ranks)
+    logger.info("%d ranks, %d GPU ops, %d collectives", options.ranks, gpu_ops, summary.collectives)
+    if args.validate:
+        problems = validate_job(args.out_dir)
+        if problems:
+            raise ChakraError(f"{len(problems)} invariant(s) violated, first: {problems[0]}")
+        logger.info("all invariants hold")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run_tool(build_parser(), _synth, argv))
+
+
+if __name__ == "__main__":
+    main()
