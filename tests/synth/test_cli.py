@@ -1,0 +1,46 @@
+"""``chakra_synth`` end to end, through the installed console script."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def synth(*args: str) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).parent / "chakra_synth"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+
+
+def test_writes_a_valid_job(tmp_path: Path) -> None:
+    result = synth("--out-dir", str(tmp_path), "--ranks", "2", "--seed", "3", "--steps", "1",
+                   "--ops-per-step", "30", "--vintage", "no_flows", "--gzip",
+                   "--validate")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "all invariants hold" in result.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "rank1.kineto.json.gz" in names and "job.truth.json" in names
+
+
+def test_bad_option_is_one_line_status_1(tmp_path: Path) -> None:
+    result = synth("--out-dir", str(tmp_path), "--ranks", "0")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "chakra_synth: error: ranks must be an integer from 1 to 64, not 0"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_folder_is_one_line_status_1(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = synth("--out-dir", str(blocker / "sub"))
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_arguments_exit_2() -> None:
+    result = synth()
+    assert result.returncode == 2
+    assert "usage:" in result.stderr
