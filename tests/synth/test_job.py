@@ -153,3 +153,16 @@ def test_integer_timestamps_are_integers(tmp_path: Path) -> None:
     summary = generate_job(SynthOptions(ops_per_step=30, integer_timestamps=True), tmp_path)
     events = load_json(summary.ranks[1].kineto)["traceEvents"]
     assert all(isinstance(e["ts"], int) for e in events if "ts" in e)
+
+
+def test_cpu_and_streams_have_idle_gaps(tmp_path: Path) -> None:
+    summary = generate_job(SynthOptions(seed=8, ranks=2, steps=2, ops_per_step=60), tmp_path)
+    truth = load_json(summary.ranks[0].truth)
+    compute = sorted((op["ts_us"], op["ts_us"] + op["dur_us"]) for op in truth["gpu_ops"]
+                     if op["stream"] == 7)  # fmt: skip
+    assert any(b[0] - a[1] > 5.0 for a, b in zip(compute, compute[1:]))
+    steps = {op["host_id"] for op in truth["host_ops"] if op["name"].startswith("ProfilerStep#")}
+    shallow = sorted((op["ts_us"], op["ts_us"] + op["dur_us"]) for op in truth["host_ops"]
+                     if op["parent_host_id"] in steps)  # fmt: skip
+    assert all(b[0] > a[1] for a, b in zip(shallow, shallow[1:]))
+    assert any(b[0] - a[1] > 2.0 for a, b in zip(shallow, shallow[1:]))

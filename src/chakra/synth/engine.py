@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from typing import Optional, Protocol
+from typing import Optional
 
 import msgspec
 
 from chakra.synth.program import US, JobPlan, rank_actions
 from chakra.synth.records import (
-    CollectiveCall,
     DeviceSync,
     EtNode,
     EventRecord,
@@ -27,102 +26,23 @@ from chakra.synth.records import (
     Launch,
     OpBegin,
     OpEnd,
-    RankIdentity,
     RuntimeRecord,
     StreamSync,
     StreamWait,
     SwitchThread,
     SyncRecord,
 )
-from chakra.synth.vocabulary import (
-    COMPUTE_STREAM,
-    COPY_STREAM,
-    DEFAULT_PG_STREAM,
-    GPUS_PER_NODE,
-    PROCESS_GROUP_INIT,
-    SCOPE_USER,
-    SUBGROUP_STREAM,
-    SyncKind,
+from chakra.synth.timeline import (
+    CORRELATION_BASE,
+    CollectiveArrival,
+    EventState,
+    OpenOp,
+    RankSink,
+    StreamState,
+    rank_identity,
+    rank_seed,
 )
-
-JOB_START_NS = 1_700_000_000_000  # ns; 1.7e9 µs keeps 3-decimal µs floats exact
-CORRELATION_BASE = 10_000
-
-
-class RankSink(Protocol):
-    """Where the engine hands finished records (the rank's writers)."""
-
-    def host_op(self, record: HostOpRecord) -> None: ...
-    def et_node(self, node: EtNode) -> None: ...
-    def runtime(self, record: RuntimeRecord) -> None: ...
-    def gpu(self, record: GpuRecord) -> None: ...
-    def sync(self, record: SyncRecord) -> None: ...
-    def edge(self, kind: str, src: str, dst: str) -> None: ...
-
-
-class CollectiveArrival(msgspec.Struct, frozen=True, gc=False):
-    """A rank's NCCL kernel for ``call`` can start at ``start_ns``; the engine waits to be
-    sent the collective's common end time."""
-
-    call: CollectiveCall
-    rank: int
-    start_ns: int
-    correlation: int
-
-
-class _OpenOp:
-    """A host op that has begun and not yet ended (mutable while open)."""
-
-    __slots__ = ("action", "et_parent", "et_rf_id", "ev_idx", "external_id", "host_id",
-                 "parent_host_id", "rf_id", "ts_ns")  # fmt: skip
-
-    def __init__(self, action: OpBegin, ts_ns: int) -> None:
-        self.action = action
-        self.ts_ns = ts_ns
-
-
-class _Stream:
-    """What the engine knows about a GPU stream: its last op and pending event waits."""
-
-    __slots__ = ("last_correlation", "last_end_ns", "waits")
-
-    def __init__(self) -> None:
-        self.last_correlation = 0
-        self.last_end_ns = 0
-        self.waits: list[tuple[int, int]] = []  # (src correlation, src end) for the next op
-
-
-class _Event:
-    """A recorded CUDA event: its stream, the record call and the GPU op before it."""
-
-    __slots__ = ("cuda_id", "record_correlation", "src_correlation", "src_end_ns", "stream")
-
-    def __init__(self, stream: int, record_correlation: int, cuda_id: int, src: _Stream):
-        self.stream = stream
-        self.record_correlation = record_correlation
-        self.cuda_id = cuda_id
-        self.src_correlation = src.last_correlation
-        self.src_end_ns = src.last_end_ns
-
-
-def rank_identity(plan: JobPlan, rank: int) -> RankIdentity:
-    """The pid, tids, device and clock start of ``rank`` (pure)."""
-    seed = plan.options.seed
-    pid = 1_000 + (seed * 7_919 + rank * 104_729) % 4_000_000
-    return RankIdentity(
-        rank=rank,
-        pid=pid,
-        tids=(pid, pid + 9 + rank % 5),
-        device=rank % GPUS_PER_NODE,
-        start_ns=JOB_START_NS + (seed % 1000) * 1_000 * US,
-        groups=plan.groups,
-        streams=(COMPUTE_STREAM, COPY_STREAM, DEFAULT_PG_STREAM, SUBGROUP_STREAM),
-    )
-
-
-def rank_seed(seed: int, rank: int) -> int:
-    """The seed of ``rank``'s random durations (independent of other ranks)."""
-    return (seed * 1_000_003 + rank * 7_919 + 17) % (2**63)
+from chakra.synth.vocabulary import PROCESS_GROUP_INIT, SCOPE_USER, SyncKind
 
 
 class RankEngine:
@@ -142,7 +62,7 @@ class RankEngine:
         identity = rank_identity(plan, rank)
         self.device, self.tids = identity.device, identity.tids
         self.now = identity.start_ns + self._rng.randrange(50 * US)
-        self._stacks: tuple[list[_OpenOp], list[_OpenOp]] = ([], [])
+        self._stacks: tuple[list[OpenOp], list[OpenOp]] = ([], [])
         self._thread = 0
         self._next_host_id = 2  # 1 is the process root
         self._thread_roots: list[Optional[int]] = [None, None]
@@ -155,8 +75,8 @@ class RankEngine:
         self._step = -1
         self._covered = False
         self._pg_init_written = False
-        self._streams: dict[int, _Stream] = {}
-        self._events: dict[int, _Event] = {}
+        self._streams: dict[int, StreamState] = {}
+        self._events: dict[int, EventState] = {}
         self._forward_host_ids: dict[int, int] = {}
         self._last_shallow: list[Optional[int]] = [None, None]
         self._inter_thread_src: Optional[int] = None
@@ -204,7 +124,7 @@ class RankEngine:
             self._start_step(action.step)
         stack = self._stacks[self._thread]
         self.now += self._uniform(300, 2 * US)
-        op = _OpenOp(action, self.now)
+        op = OpenOp(action, self.now)
         parent = stack[-1] if stack else None
         self._rf_id += 2 if self._rng.random() < 0.03 else 1
         op.rf_id = self._rf_id
@@ -226,7 +146,7 @@ class RankEngine:
             self._write_pg_init(op)
         self.now += self._uniform(500, 3 * US)
 
-    def _assign_host_id(self, op: _OpenOp, parent: Optional[_OpenOp]) -> None:
+    def _assign_host_id(self, op: OpenOp, parent: Optional[OpenOp]) -> None:
         root = self._thread_roots[self._thread]
         if root is None:
             root = self._thread_roots[self._thread] = self._new_host_id()
@@ -246,7 +166,7 @@ class RankEngine:
         self._legacy_rf_id += 1
         return self._legacy_rf_id
 
-    def _write_pg_init(self, step_op: _OpenOp) -> None:
+    def _write_pg_init(self, step_op: OpenOp) -> None:
         self._pg_init_written = True
         self._rf_id += 1
         rf_id = self._new_legacy_rf_id() if self._legacy else self._rf_id
@@ -299,10 +219,10 @@ class RankEngine:
 
     # --- runtime calls and GPU ops ------------------------------------------------------------
 
-    def _stream(self, stream: int) -> _Stream:
+    def _stream(self, stream: int) -> StreamState:
         state = self._streams.get(stream)
         if state is None:
-            state = self._streams[stream] = _Stream()
+            state = self._streams[stream] = StreamState()
         return state
 
     def _call(self, name: str, dur_ns: int, stream: Optional[int]) -> RuntimeRecord:
@@ -319,7 +239,7 @@ class RankEngine:
         self.counts["runtime_calls"] += 1
         self._sink.runtime(record)
 
-    def _earliest_start(self, stream: _Stream, not_before: int) -> int:
+    def _earliest_start(self, stream: StreamState, not_before: int) -> int:
         start = max(not_before, stream.last_end_ns)
         for _correlation, end in stream.waits:
             start = max(start, end)
@@ -373,7 +293,7 @@ class RankEngine:
         call = self._call("cudaEventRecord", self._uniform(1500, 4 * US), action.stream)
         self._emit_call(call)
         self._cuda_event += 1
-        event = _Event(
+        event = EventState(
             action.stream, call.correlation, self._cuda_event, self._stream(action.stream)
         )
         self._events[action.event] = event
