@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -30,7 +31,7 @@ options_strategy = st.builds(
     gzip=st.booleans(),
 ).flatmap(
     lambda o: st.sampled_from([None, *range(o.steps)]).map(
-        lambda k: SynthOptions(**{**o.__dict__, "host_step": k})
+        lambda k: dataclasses.replace(o, host_step=k)
     )
 )
 

@@ -89,84 +89,25 @@ class KinetoWriter:
         self._metadata(identity.streams)
 
     def _metadata(self, streams: tuple[int, ...]) -> None:
+        """process_*/thread_* ``M`` events for the CPU process, the GPU and each stream."""
         ts = self._time.ts(self._start_ns)
-        write = self._events.write
-        for pid, label, index in (
-            (self._pid, "CPU", self._pid),
-            (self._device, f"GPU {self._device}", 16777216 + self._device),
-        ):
-            write(
-                {
-                    "name": "process_name",
-                    "ph": "M",
-                    "ts": ts,
-                    "pid": pid,
-                    "tid": 0,
-                    "args": {"name": "python3.11"},
-                }
-            )
-            write(
-                {
-                    "name": "process_labels",
-                    "ph": "M",
-                    "ts": ts,
-                    "pid": pid,
-                    "tid": 0,
-                    "args": {"labels": label},
-                }
-            )
-            write(
-                {
-                    "name": "process_sort_index",
-                    "ph": "M",
-                    "ts": ts,
-                    "pid": pid,
-                    "tid": 0,
-                    "args": {"sort_index": index},
-                }
-            )
+
+        def meta(name: str, pid: int, tid: int, args: dict) -> None:
+            self._events.write({"name": name, "ph": "M", "ts": ts, "pid": pid, "tid": tid,
+                                "args": args})  # fmt: skip
+
+        gpu_index = 16777216 + self._device
+        for pid, label, index in ((self._pid, "CPU", self._pid),
+                                  (self._device, f"GPU {self._device}", gpu_index)):  # fmt: skip
+            meta("process_name", pid, 0, {"name": "python3.11"})
+            meta("process_labels", pid, 0, {"labels": label})
+            meta("process_sort_index", pid, 0, {"sort_index": index})
         for tid, label in zip(self._tids, ("pt_main_thread", "pt_autograd_0")):
-            write(
-                {
-                    "name": "thread_name",
-                    "ph": "M",
-                    "ts": ts,
-                    "pid": self._pid,
-                    "tid": tid,
-                    "args": {"name": f"thread {tid} ({label})"},
-                }
-            )
-            write(
-                {
-                    "name": "thread_sort_index",
-                    "ph": "M",
-                    "ts": ts,
-                    "pid": self._pid,
-                    "tid": tid,
-                    "args": {"sort_index": tid},
-                }
-            )
+            meta("thread_name", self._pid, tid, {"name": f"thread {tid} ({label})"})
+            meta("thread_sort_index", self._pid, tid, {"sort_index": tid})
         for stream in streams:
-            write(
-                {
-                    "name": "thread_name",
-                    "ph": "M",
-                    "ts": ts,
-                    "pid": self._device,
-                    "tid": stream,
-                    "args": {"name": f"stream {stream} "},
-                }
-            )
-            write(
-                {
-                    "name": "thread_sort_index",
-                    "ph": "M",
-                    "ts": ts,
-                    "pid": self._device,
-                    "tid": stream,
-                    "args": {"sort_index": stream},
-                }
-            )
+            meta("thread_name", self._device, stream, {"name": f"stream {stream} "})
+            meta("thread_sort_index", self._device, stream, {"sort_index": stream})
 
     def host_op(self, record: HostOpRecord) -> None:
         action = record.action
