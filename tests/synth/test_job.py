@@ -103,6 +103,9 @@ def test_modern_trace_has_the_pytorch_2_vocabulary(tmp_path: Path) -> None:
     init = [n for n in host["nodes"] if n["name"] == "## process_group:init ##"]
     table = json.loads(init[0]["inputs"]["values"][0])
     assert [g["pg_name"] for g in table] == ["0", "1"]
+    # as PyTorch writes it: the default group lists no ranks (all of them)
+    assert [(g["ranks"], g["group_size"], g["group_count"]) for g in table] == [
+        ([], 2, 2), ([0, 1], 2, 2)]  # fmt: skip
 
 
 def test_autograd_thread_and_inter_thread_edges(tmp_path: Path) -> None:

@@ -175,10 +175,13 @@ class RankEngine:
         self._sink.et_node(node)
 
     def _pg_table(self) -> str:
+        """As PyTorch writes it: the default group (first) lists no ranks, meaning all."""
+        groups = self._plan.groups
         entries = [
             {"pg_name": g.name, "pg_desc": g.desc, "backend_config": "cuda:nccl",
-             "pg_size": len(g.ranks), "ranks": list(g.ranks)}
-            for g in self._plan.groups
+             "ranks": [] if index == 0 else list(g.ranks), "group_size": len(g.ranks),
+             "group_count": len(groups)}
+            for index, g in enumerate(groups)
         ]  # fmt: skip
         return msgspec.json.encode(entries).decode()
 
