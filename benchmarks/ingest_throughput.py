@@ -2,9 +2,10 @@
 
 Each measurement runs in its own process so that its peak RSS is its own; MB/s counts the
 uncompressed JSON bytes (gzip inflation included in the time). The stdlib ``json.loads`` of
-the same bytes is printed for comparison. Inputs: the shared real traces, and a synthetic
-Kineto trace of ``--synthetic-mb`` MB made by replicating the events of
-``param/linear.kineto.json.gz`` with shifted timestamps and ids.
+the same bytes is printed for comparison. Inputs: the shared real traces, and two synthetic
+Kineto traces of about ``--synthetic-mb`` MB: one replicating the events of
+``param/linear.kineto.json.gz`` with shifted timestamps and ids, one written by
+``chakra.synth`` (multi-stream transformer step).
 
     python benchmarks/ingest_throughput.py [--synthetic-mb 500] [--traces DIR]
 """
@@ -90,6 +91,17 @@ def make_synthetic_kineto(source: Path, target: Path, megabytes: int) -> None:
         out.write(b"\n]}\n")
 
 
+def make_generated_kineto(folder: Path, megabytes: int) -> Path:
+    """A one-rank ``chakra.synth`` Kineto trace of about ``megabytes`` MB."""
+    from chakra.synth import SynthOptions, generate_job
+
+    ops_per_step = max(100, megabytes * 1_000_000 // 1500 // 2)  # ~1.5 kB of Kineto per GPU op
+    summary = generate_job(
+        SynthOptions(seed=1, ranks=1, steps=2, ops_per_step=ops_per_step), folder
+    )
+    return summary.ranks[0].kineto
+
+
 def report(label: str, numbers: dict) -> None:
     megabytes = numbers["bytes"] / 1e6
     print(
@@ -119,8 +131,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         synthetic = Path(folder) / "synthetic.kineto.json"
         make_synthetic_kineto(cases[2][1], synthetic, args.synthetic_mb)
-        report(f"kineto synthetic ({args.synthetic_mb} MB)", run_child("kineto", synthetic))
+        report("kineto synthetic, replicated linear", run_child("kineto", synthetic))
         report("  (stdlib json.loads of the same)", run_child("json", synthetic))
+        synthetic.unlink()
+        generated = make_generated_kineto(Path(folder), args.synthetic_mb)
+        report("kineto synthetic, chakra.synth", run_child("kineto", generated))
+        report("  (stdlib json.loads of the same)", run_child("json", generated))
 
 
 if __name__ == "__main__":
