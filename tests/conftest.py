@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -28,3 +29,17 @@ def shared_traces() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return folder
+
+
+def assert_one_line_error(
+    load: Callable[[Path], Any], path: Path, expected: str, error: type = Exception
+) -> Exception:
+    """``load(path)`` raises ``error`` with one line that starts with the path and holds
+    ``expected``; returns the exception for further checks."""
+    with pytest.raises(error) as info:
+        load(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: "), message
+    assert expected in message
+    assert "\n" not in message
+    return info.value

@@ -11,6 +11,7 @@ import pytest
 
 from chakra.errors import EtFormatError, FileAccessError
 from chakra.et import EtReader, GlobalMetadata, Node, NodeType, get_bool_attr, read_et
+from tests.conftest import assert_one_line_error
 from tests.et.samples import BAD_INPUT_NAMES, bad_inputs, framed
 
 
@@ -80,13 +81,8 @@ def test_reader_streams_one_node_at_a_time(tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", BAD_INPUT_NAMES)
 def test_bad_input_raises_one_error_naming_file_and_offset(tmp_path: Path, case: str) -> None:
     path, expected = bad_inputs(tmp_path)[case]
-    with pytest.raises(EtFormatError) as info:
-        read_et(path)
-    message = str(info.value)
-    assert message.startswith(f"{path}: ")
-    assert expected in message
-    assert "\n" not in message
-    assert info.value.offset is not None
+    error = assert_one_line_error(read_et, path, expected, EtFormatError)
+    assert isinstance(error, EtFormatError) and error.offset is not None
 
 
 def test_missing_file_is_a_file_access_error(tmp_path: Path) -> None:

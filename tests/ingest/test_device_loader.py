@@ -13,6 +13,7 @@ import pytest
 from chakra.errors import TraceFormatError
 from chakra.ingest import RuntimeKind, load_device_trace
 from chakra.ingest.vocabulary import runtime_kind
+from tests.conftest import assert_one_line_error
 
 
 def hta(shared_traces: Path, name: str) -> Path:
@@ -152,12 +153,7 @@ BAD_DOCUMENTS: dict[str, tuple[Any, str]] = {
 def test_bad_documents_give_one_line_naming_the_file(tmp_path: Path, case: str) -> None:
     document, expected = BAD_DOCUMENTS[case]
     path = write(tmp_path / f"{case}.json", document)
-    with pytest.raises(TraceFormatError) as info:
-        load_device_trace(path)
-    message = str(info.value)
-    assert message.startswith(f"{path}: ")
-    assert expected in message
-    assert "\n" not in message
+    assert_one_line_error(load_device_trace, path, expected, TraceFormatError)
 
 
 def test_truncated_inputs(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from chakra.errors import TraceFormatError
 from chakra.ingest import load_host_trace
 from chakra.ingest.host_model import OpArgs, TensorRef
+from tests.conftest import assert_one_line_error
 
 
 def shared(shared_traces: Path, name: str) -> Path:
@@ -235,12 +236,7 @@ BAD_DOCUMENTS: dict[str, tuple[Any, str]] = {
 def test_bad_documents_give_one_line_naming_the_file(tmp_path: Path, case: str) -> None:
     document, expected = BAD_DOCUMENTS[case]
     path = write(tmp_path / f"{case}.json", document)
-    with pytest.raises(TraceFormatError) as info:
-        load_host_trace(path)
-    message = str(info.value)
-    assert message.startswith(f"{path}: ")
-    assert expected in message
-    assert "\n" not in message
+    assert_one_line_error(load_host_trace, path, expected, TraceFormatError)
 
 
 def test_truncated_json_and_gzip(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from chakra.ingest.device_model import (
     KinetoEvent,
     ProfilerStep,
 )
-from chakra.ingest.json_input import decode_json, gc_paused, read_json_bytes, top_level_keys
+from chakra.ingest.json_input import decode_trace, gc_paused, read_json_bytes
 from chakra.ingest.vocabulary import (
     CPU_OP_CATEGORIES,
     GPU_OP_CATEGORIES,
@@ -56,14 +56,9 @@ def load_device_trace(path: PathLike, data: Optional[bytes] = None) -> DeviceTra
     if data is None:
         data = read_json_bytes(path)
     with gc_paused():
-        try:
-            raw: _RawKinetoTrace = decode_json(path, data, _DECODER, WHAT)
-        except TraceFormatError as exc:
-            if "nodes" in top_level_keys(data):
-                raise TraceFormatError(
-                    path, "this is a host execution trace (it has nodes), not a " + WHAT
-                ) from exc
-            raise
+        raw: _RawKinetoTrace = decode_trace(
+            path, data, _DECODER, WHAT, other=("nodes", "host execution trace")
+        )
         del data
         return _organise(path, raw)
 

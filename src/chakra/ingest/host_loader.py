@@ -21,7 +21,7 @@ from chakra.ingest.host_schema import (
     layout_by_structure,
     parse_version,
 )
-from chakra.ingest.json_input import decode_json, gc_paused, read_json_bytes, top_level_keys
+from chakra.ingest.json_input import decode_trace, gc_paused, read_json_bytes
 from chakra.ingest.vocabulary import PROCESS_GROUP_INIT_NAME, RECORD_PARAM_COMMS_NAME
 
 logger = logging.getLogger(__name__)
@@ -42,14 +42,9 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
     if data is None:
         data = read_json_bytes(path)
     with gc_paused():
-        try:
-            raw: RawHostTrace = decode_json(path, data, HOST_TRACE_DECODER, WHAT)
-        except TraceFormatError as exc:
-            if "traceEvents" in top_level_keys(data):
-                raise TraceFormatError(
-                    path, "this is a Kineto device trace (it has traceEvents), not a " + WHAT
-                ) from exc
-            raise
+        raw: RawHostTrace = decode_trace(
+            path, data, HOST_TRACE_DECODER, WHAT, other=("traceEvents", "Kineto device trace")
+        )
         del data
         version, layout, notes = _resolve_schema(path, raw)
         ops = _build_ops(path, raw.nodes, layout)

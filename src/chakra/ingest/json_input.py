@@ -62,6 +62,22 @@ def decode_json(path: PathLike, data: bytes, decoder: msgspec.json.Decoder, what
         raise TraceFormatError(path, f"not a valid {what}: {describe_decode_error(exc)}") from exc
 
 
+def decode_trace(
+    path: PathLike, data: bytes, decoder: msgspec.json.Decoder, what: str, *, other: tuple
+) -> Any:
+    """:func:`decode_json`, saying so when the file is the ``other`` kind of trace.
+
+    ``other`` is ``(key, kind)``: a top-level key that only the other kind has, and its name.
+    """
+    try:
+        return decode_json(path, data, decoder, what)
+    except TraceFormatError as exc:
+        key, kind = other
+        if key in top_level_keys(data):
+            raise TraceFormatError(path, f"this is a {kind} (it has {key}), not a {what}") from exc
+        raise
+
+
 def top_level_keys(data: bytes) -> list[str]:
     """The keys of a JSON object document (empty if it is not one), to tell kinds apart."""
     try:
