@@ -1,0 +1,146 @@
+"""``chakra_trace_link``: merge a host execution trace with its Kineto trace into ET+.
+
+Accepts both spellings of the reference tool (``--chakra-host-trace``/``--pytorch-et-file``,
+``--chakra-device-trace``/``--kineto-file``), and a batch form over folders of ranks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.errors import ChakraError
+from chakra.fileio import atomic_output
+from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
+from chakra.link.model import LinkOptions, LinkReport
+from chakra.link.report import render_table, report_as_dict
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_trace_link",
+        description="Link a PyTorch host execution trace with its Kineto trace into ET+ JSON.",
+    )
+    one = parser.add_argument_group("one rank")
+    one.add_argument(
+        "--chakra-host-trace",
+        "--pytorch-et-file",
+        dest="host_trace",
+        help="host execution trace (.json or .json.gz)",
+    )
+    one.add_argument(
+        "--chakra-device-trace",
+        "--kineto-file",
+        dest="device_trace",
+        help="Kineto trace of the same run (.json or .json.gz)",
+    )
+    one.add_argument("--output-file", help="ET+ JSON to write (.gz compresses)")
+    one.add_argument("--rank", type=int, help="rank of this pair (checked against the trace)")
+    many = parser.add_argument_group("many ranks")
+    many.add_argument("--host-dir", type=Path, help="folder of per-rank host traces")
+    many.add_argument("--device-dir", type=Path, help="folder of per-rank Kineto traces")
+    many.add_argument("--output-dir", type=Path, help="folder for rank<r>.et_plus.json")
+    many.add_argument("-j", "--jobs", type=int, default=1, help="ranks linked in parallel")
+    many.add_argument("--gzip", action="store_true", help="write rank<r>.et_plus.json.gz")
+    how = parser.add_argument_group("linking")
+    how.add_argument("--profiler-step", type=int, help="link only ProfilerStep#N's window")
+    how.add_argument(
+        "--iteration",
+        type=int,
+        help="which of several equally matching iterations to link (0-based)",
+    )
+    how.add_argument(
+        "--allow-pid-mismatch", action="store_true", help="link traces whose process ids differ"
+    )
+    how.add_argument("--report", type=Path, help="write the link report as JSON")
+    how.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (no output) when coverage is below the thresholds",
+    )
+    how.add_argument(
+        "--min-host-coverage",
+        type=float,
+        default=1.0,
+        help="--strict: share of host ops that must be matched (default 1.0)",
+    )
+    how.add_argument(
+        "--min-gpu-coverage",
+        type=float,
+        default=1.0,
+        help="--strict: share of GPU ops that must be linked (default 1.0)",
+    )
+    add_log_level_option(parser)
+    return parser  # fmt: skip
+
+
+def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
+    options = LinkOptions(profiler_step=args.profiler_step, iteration=args.iteration,
+                          allow_pid_mismatch=args.allow_pid_mismatch)  # fmt: skip
+    coverage = (
+        Coverage(args.min_host_coverage, args.min_gpu_coverage) if args.strict else Coverage()
+    )
+    return options, coverage
+
+
+def _write_report(path: Optional[Path], data: object) -> None:
+    if path is not None:
+        with atomic_output(path, text=True) as out:
+            json.dump(data, out, indent=2, sort_keys=True)
+            out.write("\n")
+
+
+def _link_one(args: argparse.Namespace) -> None:
+    missing = [flag for flag, value in (("--chakra-host-trace", args.host_trace),
+               ("--chakra-device-trace", args.device_trace),
+               ("--output-file", args.output_file)) if not value]  # fmt: skip
+    if missing:
+        raise ChakraError(f"missing {', '.join(missing)} (or use --host-dir/--device-dir)")
+    options, coverage = _options(args)
+    report: LinkReport = link_files(args.host_trace, args.device_trace, args.output_file,
+                                    options, coverage)  # fmt: skip
+    print(render_table(report, f"linked {args.output_file}"))
+    _write_report(args.report, report_as_dict(report))
+
+
+def _link_many(args: argparse.Namespace) -> None:
+    if not (args.device_dir and args.output_dir):
+        raise ChakraError("--host-dir needs --device-dir and --output-dir")
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    options, coverage = _options(args)
+    pairs = pair_by_rank(args.host_dir, args.device_dir)
+    results = link_ranks(pairs, args.output_dir, options, coverage, args.jobs,
+                         ".json.gz" if args.gzip else ".json")  # fmt: skip
+    failed = [(rank, error) for rank, _, error in results if error]
+    for rank, report, error in results:
+        print(f"rank {rank}: " + (f"error: {error}" if error else
+              f"{sum(report['matched'].values())}/{report['host_ops']} host ops, "
+              f"{report['gpu_ops_linked']} GPU ops linked"))  # fmt: skip
+    _write_report(args.report, {str(rank): report or {"error": error}
+                                for rank, report, error in results})  # fmt: skip
+    if failed:
+        raise ChakraError(f"{len(failed)} of {len(results)} ranks failed (first: rank "
+                          f"{failed[0][0]}: {failed[0][1]})")  # fmt: skip
+
+
+def _link(args: argparse.Namespace) -> None:
+    if args.host_dir:
+        _link_many(args)
+    else:
+        _link_one(args)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run_tool(build_parser(), _link, argv))
+
+
+if __name__ == "__main__":
+    main()

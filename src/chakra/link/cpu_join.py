@@ -1,0 +1,175 @@
+"""Match host ops with the Kineto CPU ops that recorded them (the first linking step).
+
+Strategies are tried in order and the first that explains the trace serves:
+1. Kineto ``Record function id`` == host ``rf_id`` (PyTorch 2.x);
+2. Kineto ``External id`` == host ``rf_id`` with equal names (older PyTorch);
+3. order-preserving alignment of op names per thread, choosing the Kineto iteration that
+   matches the host ET best (schema 1.0.1 era traces whose ids do not join).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Optional, Union
+
+import msgspec
+
+from chakra.errors import ChakraError
+from chakra.ingest.device_model import DeviceTrace, KinetoEvent, ProfilerStep
+from chakra.ingest.host_model import HostOp, HostTrace
+from chakra.link.alignment import best_alignments
+from chakra.link.model import JoinStrategy, LinkOptions
+
+#: A strategy serves when it matches at least this share of the host ops it could match.
+MIN_SHARE = 0.5
+ThreadKey = tuple[Union[int, str], Union[int, str]]
+
+
+class CpuJoin(msgspec.Struct, frozen=True):
+    """Host op id -> (Kineto event, strategy); the time window linked (None: whole trace);
+    and notes on what was guessed."""
+
+    matches: dict[int, tuple[KinetoEvent, JoinStrategy]]
+    window: Optional[tuple[float, float]]
+    window_label: Optional[str]
+    notes: tuple[str, ...] = ()
+
+
+def kineto_cpu_events(device: DeviceTrace) -> list[KinetoEvent]:
+    """CPU ops plus ProfilerStep annotations (host ETs record those steps as nodes too)."""
+    return [*device.cpu_ops, *(step.event for step in device.steps)]
+
+
+def linkable_host_ops(host: HostTrace) -> list[HostOp]:
+    """Host ops that Kineto can have recorded: everything but the process and thread roots
+    and the process-group table (written when the observer starts)."""
+    return [
+        op for op in host.ops
+        if not (op.is_process_root or op.is_thread_root or op.name == "## process_group:init ##")
+    ]  # fmt: skip
+
+
+def join_cpu_ops(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> CpuJoin:
+    events = kineto_cpu_events(device)
+    window, label = _step_window(device.steps, options.profiler_step)
+    if window is not None:
+        events = [e for e in events if window[0] <= (e.ts_us or 0) <= window[1]]
+    ops = linkable_host_ops(host)
+    for strategy, key in ((JoinStrategy.RECORD_FUNCTION_ID, _rf_id_key),
+                          (JoinStrategy.EXTERNAL_ID, _external_id_key)):  # fmt: skip
+        matches = _join_by_id(ops, events, key, strategy)
+        if ops and len(matches) >= MIN_SHARE * len(ops):
+            return CpuJoin(matches=matches, window=window, window_label=label)
+    return _join_by_alignment(ops, events, options, window, label)
+
+
+def _step_window(
+    steps: Sequence[ProfilerStep], number: Optional[int]
+) -> tuple[Optional[tuple[float, float]], Optional[str]]:
+    if number is None:
+        return None, None
+    step = next((s for s in steps if s.number == number), None)
+    if step is None:
+        shown = ", ".join(str(s.number) for s in steps) or "none"
+        raise ChakraError(f"ProfilerStep#{number} is not in the Kineto trace (steps: {shown})")
+    return (step.ts_us, step.end_us), f"ProfilerStep#{number}"
+
+
+def _rf_id_key(event: KinetoEvent) -> Optional[int]:
+    return event.rf_id or None
+
+
+def _external_id_key(event: KinetoEvent) -> Optional[int]:
+    return event.external_id
+
+
+def _join_by_id(ops: Iterable[HostOp], events: Iterable[KinetoEvent], key, strategy) -> dict:
+    """Join on a unique id; ids carried by several Kineto events are ambiguous and skipped.
+    The External id strategy also requires equal names (its ids are a different counter)."""
+    counts: Counter = Counter()
+    by_id: dict[int, KinetoEvent] = {}
+    for event in events:
+        value = key(event)
+        if value is not None:
+            counts[value] += 1
+            by_id[value] = event
+    matches = {}
+    for op in ops:
+        event = by_id.get(op.rf_id) if op.rf_id else None
+        if event is None or counts[op.rf_id] != 1:
+            continue
+        if strategy is JoinStrategy.EXTERNAL_ID and event.name != op.name:
+            continue
+        matches[op.id] = (event, strategy)
+    return matches
+
+
+def _join_by_alignment(ops, events, options, window, label) -> CpuJoin:
+    host_threads: dict[int, list[HostOp]] = defaultdict(list)
+    for op in ops:
+        host_threads[op.tid].append(op)
+    kineto_threads: dict[ThreadKey, list[KinetoEvent]] = defaultdict(list)
+    for event in sorted(events, key=lambda e: (e.ts_us, -e.dur_us)):
+        kineto_threads[(event.pid, event.tid)].append(event)
+    # The thread that recorded first (smallest host id) defines the iteration's window.
+    order = sorted(host_threads, key=lambda tid: host_threads[tid][0].id)
+    matches: dict[int, tuple[KinetoEvent, JoinStrategy]] = {}
+    notes: list[str] = []
+    span: Optional[tuple[float, float]] = None
+    used: set[ThreadKey] = set()
+    for tid in order:
+        host_ops = host_threads[tid]
+        names = [op.name for op in host_ops]
+        choice = _best_thread(names, kineto_threads, used, span, options, notes)
+        if choice is None:
+            continue
+        thread, alignment = choice
+        used.add(thread)
+        kineto_ops = kineto_threads[thread]
+        for h, k in alignment.pairs:
+            matches[host_ops[h].id] = (kineto_ops[k], JoinStrategy.NAME_ALIGNMENT)
+        if span is None:
+            matched = [kineto_ops[k] for _, k in alignment.pairs]
+            span = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
+            span = (span[0], _next_start(kineto_ops, alignment, span[1]))
+    window_out = window or span
+    label_out = label or (f"aligned iteration at ts {span[0]}" if span else None)
+    return CpuJoin(matches=matches, window=window_out, window_label=label_out, notes=tuple(notes))
+
+
+def _next_start(kineto_ops, alignment, end) -> float:
+    """End of the chosen iteration: where the next repetition of its first op starts."""
+    first_index = alignment.pairs[0][1]
+    name = kineto_ops[first_index].name
+    for event in kineto_ops[alignment.pairs[-1][1] + 1 :]:
+        if event.name == name and (event.ts_us or 0) >= end:
+            return event.ts_us or 0
+    return end
+
+
+def _best_thread(names, kineto_threads, used, span, options, notes):
+    """The Kineto thread and window that align best with one host thread's op names."""
+    best = None
+    for thread, kineto_ops in kineto_threads.items():
+        if thread in used:
+            continue
+        if span is not None:  # secondary threads: stay inside the chosen iteration
+            kineto_ops = [e for e in kineto_ops if span[0] <= (e.ts_us or 0) < span[1]]
+        alignments = best_alignments(names, [e.name for e in kineto_ops])
+        if alignments and (best is None or alignments[0].score > best[1][0].score):
+            best = (thread, alignments, kineto_ops)
+    if best is None:
+        return None
+    thread, alignments, view = best
+    primary = span is None  # only the first thread chooses; the others follow its window
+    pick = options.iteration if primary and options.iteration is not None else 0
+    if pick >= len(alignments):
+        raise ChakraError(f"--iteration {pick}: only {len(alignments)} equally good windows")
+    if primary and len(alignments) > 1 and options.iteration is None:
+        notes.append(
+            f"{len(alignments)} Kineto iterations match the host ET equally well; linked the "
+            f"first (choose another with --iteration N)"
+        )
+    kineto_threads[thread] = view
+    return thread, alignments[pick]

@@ -1,0 +1,158 @@
+"""Write a :class:`LinkedTrace` as ET+ JSON, compatible with the reference's ET+ (§5.2).
+
+Top level: the host ET's keys (``schema``, ``pid``, ``time``, ``start_ts``, ``finish_ts``,
+``nodes``) plus ``chakra_link`` (what was linked, how, and the ``dependencies`` list).
+Host nodes are written in the 1.0.2+ layout (``ctrl_deps``, ``inputs``/``outputs`` objects,
+``attrs`` list) with their original ids; linked ones gain ``ts``, ``inclusive_dur``,
+``exclusive_dur`` (µs), ``inter_thread_dep``, and where known ``sync_dep``, ``idle_gap``
+and ``join``. GPU nodes follow (ids above every host id) with the reference's keys (copies of
+the parent's ``inputs``/``outputs``/``attrs``, ``cat``, ``ph``, ``ts``, ``inclusive_dur``,
+``exclusive_dur``, ``stream``, ``pg_name``) and ours (``dur``, ``device``, ``correlation``,
+``external_id``, ``launch``, ``linked_by``, ``orphan_reason``, ``collective``). One node per
+line; the same inputs always give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import msgspec
+
+from chakra.errors import PathLike
+from chakra.fileio import atomic_output
+from chakra.ingest.host_model import HostOp, OpArgs
+from chakra.link.model import GpuNode, LinkedTrace
+
+FORMAT = "chakra-et-plus/1"
+_ENCODER = msgspec.json.Encoder()
+STANDARD_ATTR_TYPES = (
+    ("rf_id", "uint64"), ("fw_parent", "uint64"), ("seq_id", "int64"), ("scope", "uint64"),
+    ("tid", "uint64"), ("fw_tid", "uint64"), ("op_schema", "string"),
+)  # fmt: skip
+
+
+def _args(args: OpArgs) -> dict[str, Any]:
+    out: dict[str, Any] = {"values": args.values, "shapes": args.shapes, "types": args.types}
+    if args.strides is not None:
+        out["strides"] = args.strides
+    return out
+
+
+def _attrs(op: HostOp) -> list[dict[str, Any]]:
+    values = {
+        "rf_id": op.rf_id or 0,
+        "fw_parent": op.fw_parent,
+        "seq_id": op.seq_id,
+        "scope": op.scope,
+        "tid": op.tid,
+        "fw_tid": op.fw_tid,
+        "op_schema": op.op_schema,
+    }
+    standard = [{"name": n, "type": t, "value": values[n]} for n, t in STANDARD_ATTR_TYPES]
+    extra = [{"name": a.name, "type": a.type, "value": a.value} for a in op.attrs]
+    return standard + extra  # fmt: skip
+
+
+def host_node(op: HostOp, linked: LinkedTrace) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "id": op.id, "name": op.name, "ctrl_deps": op.parent_id,
+        "inputs": _args(op.inputs), "outputs": _args(op.outputs), "attrs": _attrs(op),
+    }  # fmt: skip
+    match = linked.matches.get(op.id)
+    if match is not None:
+        event = match.event
+        node["ts"] = event.ts_us
+        node["inclusive_dur"] = event.dur_us
+        node["exclusive_dur"] = match.exclusive_us
+        node["inter_thread_dep"] = linked.inter_thread_dep.get(op.id)
+        node["join"] = match.strategy.value
+        node["kineto_thread"] = [event.pid, event.tid]
+        if op.id in linked.idle_gap_us:
+            node["idle_gap"] = linked.idle_gap_us[op.id]
+    if op.id in linked.sync_dep:
+        node["sync_dep"] = linked.sync_dep[op.id]
+    return node
+
+
+def _collective(gpu: GpuNode) -> Optional[dict[str, Any]]:
+    args = gpu.event.args
+    if args.collective_name is None and args.pg_name is None:
+        return None
+    return {
+        "name": args.collective_name, "dtype": args.dtype,
+        "in_msg_nelems": args.in_msg_nelems, "out_msg_nelems": args.out_msg_nelems,
+        "group_size": args.group_size, "pg_name": args.pg_name, "pg_desc": args.pg_desc,
+        "pg_ranks": args.pg_ranks, "in_split_size": args.in_split_size,
+        "out_split_size": args.out_split_size,
+    }  # fmt: skip
+
+
+def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> dict[str, Any]:
+    event = gpu.event
+    empty = {"values": [], "shapes": [], "types": []}
+    launch = gpu.launch
+    node: dict[str, Any] = {
+        "id": gpu.node_id, "name": event.name,
+        "ctrl_deps": gpu.parent_id if gpu.parent_id is not None else root_id,
+        "inputs": parent["inputs"] if parent else empty,
+        "outputs": parent["outputs"] if parent else empty,
+        "attrs": parent["attrs"] if parent else [],
+        "cat": event.category, "ph": "X", "ts": event.ts_us, "dur": event.dur_us,
+        "inclusive_dur": event.dur_us, "exclusive_dur": event.dur_us,
+        "stream": event.stream, "device": event.args.device,
+        "correlation": event.correlation, "external_id": event.external_id,
+        "launch": None if launch is None else {
+            "name": launch.name, "ts": launch.ts_us, "dur": launch.dur_us,
+            "tid": launch.tid, "correlation": launch.correlation},
+        "linked_by": gpu.linked_by, "orphan_reason": gpu.orphan_reason,
+    }  # fmt: skip
+    collective = _collective(gpu)
+    if collective is not None:
+        node["pg_name"] = collective["pg_name"]
+        node["collective"] = collective
+    return node
+
+
+def _nodes(linked: LinkedTrace) -> Iterator[dict[str, Any]]:
+    parents: dict[int, dict[str, Any]] = {}
+    wanted = {g.parent_id for g in linked.gpu_nodes}
+    for op in linked.host.ops:
+        node = host_node(op, linked)
+        if op.id in wanted:
+            parents[op.id] = node
+        yield node
+    root_id = next((op.id for op in linked.host.ops if op.is_process_root), 1)
+    for gpu in linked.gpu_nodes:
+        yield gpu_node(gpu, parents.get(gpu.parent_id) if gpu.parent_id else None, root_id)
+
+
+def _metadata(linked: LinkedTrace) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "host_trace": linked.host.path,
+        "device_trace": linked.device.path,
+        "rank": linked.device.rank,
+        "report": msgspec.to_builtins(linked.report),
+        "dependencies": [
+            {"kind": e.kind.value, "src": e.src, "dst": e.dst, "via": e.via_api,
+             "via_correlation": e.via_correlation}
+            for e in linked.edges
+        ],
+    }  # fmt: skip
+
+
+def write_et_plus(linked: LinkedTrace, path: PathLike) -> None:
+    """Write ET+ to ``path`` atomically (``.gz`` compresses)."""
+    host = linked.host
+    header = {"schema": host.schema, "pid": host.pid, "time": host.time,
+              "start_ts": host.start_ts, "finish_ts": host.finish_ts}  # fmt: skip
+    with atomic_output(path) as out:
+        out.write(_ENCODER.encode(header)[:-1] + b',\n"chakra_link": ')
+        out.write(_ENCODER.encode(_metadata(linked)))
+        out.write(b',\n"nodes": [')
+        separator = b"\n"
+        for node in _nodes(linked):
+            out.write(separator + _ENCODER.encode(node))
+            separator = b",\n"
+        out.write(b"\n]}\n")

@@ -1,0 +1,189 @@
+"""Dependency evidence between linked nodes: stream order, cross-stream event waits, host
+synchronisation, inter-thread hand-offs and idle gaps (rules in docs/design.md, "Linking").
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Optional
+
+from chakra.ingest.device_model import DeviceTrace, KinetoEvent
+from chakra.ingest.vocabulary import BLOCKING_MEMCPY_APIS, RuntimeKind, SyncKind, runtime_kind
+from chakra.link.model import Edge, EdgeKind, GpuNode, Number
+from chakra.link.nesting import ThreadNesting
+
+
+class StreamIndex:
+    """GPU nodes per (device, stream) in execution order, searchable by launch time."""
+
+    def __init__(self, nodes: Sequence[GpuNode]) -> None:
+        self.by_stream: dict[tuple, list[GpuNode]] = defaultdict(list)
+        for node in nodes:
+            self.by_stream[node.stream_key].append(node)
+        self.launch_times = {
+            key: [n.launch_ts_us for n in stream] for key, stream in self.by_stream.items()
+        }
+        self.devices = sorted({key[0] for key in self.by_stream}, key=lambda d: (d is None, d))
+
+    def streams_of(self, stream: int) -> list[tuple]:
+        return [key for key in self.by_stream if key[1] == stream]
+
+    def last_launched_before(self, key: tuple, instant: Number) -> Optional[GpuNode]:
+        index = bisect_left(self.launch_times.get(key, []), instant) - 1
+        return self.by_stream[key][index] if index >= 0 else None
+
+    def first_launched_after(self, key: tuple, instant: Number) -> Optional[GpuNode]:
+        times = self.launch_times.get(key, [])
+        index = bisect_right(times, instant)
+        return self.by_stream[key][index] if index < len(times) else None
+
+
+def stream_order_edges(index: StreamIndex) -> list[Edge]:
+    return [
+        Edge(EdgeKind.STREAM_ORDER, a.node_id, b.node_id)
+        for stream in index.by_stream.values()
+        for a, b in zip(stream, stream[1:])
+    ]
+
+
+def launch_edges(nodes: Iterable[GpuNode]) -> list[Edge]:
+    return [Edge(EdgeKind.LAUNCH, n.parent_id, n.node_id) for n in nodes if n.parent_id is not None]
+
+
+def event_wait_edges(device: DeviceTrace, index: StreamIndex, notes: list[str]) -> list[Edge]:
+    """From CUPTI ``Stream Wait Event`` records: the last op enqueued on the recording stream
+    before ``cudaEventRecord`` -> the first op enqueued on the waiting stream after the
+    ``cudaStreamWaitEvent``."""
+    calls = {e.correlation: e for e in device.runtime_calls if e.correlation is not None}
+    edges = []
+    for sync in device.cuda_syncs:
+        args = sync.args
+        if args.sync_kind != SyncKind.STREAM_WAIT_EVENT:
+            continue
+        record = calls.get(args.wait_on_event_correlation)
+        wait = calls.get(args.correlation)
+        if record is None or wait is None or args.wait_on_stream is None or sync.stream is None:
+            continue
+        for key in index.streams_of(args.wait_on_stream):
+            src = index.last_launched_before(key, record.ts_us or 0)
+            dst = index.first_launched_after((key[0], sync.stream), wait.ts_us or 0)
+            if src is not None and dst is not None:
+                edges.append(Edge(EdgeKind.EVENT_WAIT, src.node_id, dst.node_id, wait.name,
+                                  wait.correlation))  # fmt: skip
+    waits = sum(1 for e in device.runtime_calls if runtime_kind(e.name) is RuntimeKind.STREAM_WAIT)
+    if waits and not any(s.args.sync_kind == SyncKind.STREAM_WAIT_EVENT for s in device.cuda_syncs):
+        notes.append(
+            f"{waits} cudaStreamWaitEvent calls but no cuda_sync records: cross-stream event "
+            "edges unknown (profile with CUDA sync events enabled to record them)"
+        )
+    return edges
+
+
+def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes) -> list:
+    kind = runtime_kind(call.name)
+    instant = call.ts_us or 0
+    if call.name in BLOCKING_MEMCPY_APIS:
+        node = by_correlation.get(call.correlation)
+        return [node] if node is not None else []
+    if kind is RuntimeKind.SYNC_STREAM and sync is not None and sync.stream not in (None, -1):
+        keys = index.streams_of(sync.stream)
+    elif kind is RuntimeKind.SYNC_EVENT:
+        if sync is None or sync.args.wait_on_stream in (None, -1):
+            notes.append(f"{call.name} (correlation {call.correlation}): event unknown")
+            return []
+        record = calls.get(sync.args.wait_on_event_correlation)
+        keys = index.streams_of(sync.args.wait_on_stream)
+        instant = record.ts_us or 0 if record is not None else instant
+    else:
+        if kind is RuntimeKind.SYNC_STREAM:
+            notes.append(f"{call.name} (correlation {call.correlation}): stream unknown, "
+                         "treated as a device-wide sync")  # fmt: skip
+        keys = list(index.by_stream)
+    found = (index.last_launched_before(key, instant) for key in keys)
+    return [node for node in found if node is not None]
+
+
+def host_sync_edges(
+    device: DeviceTrace,
+    index: StreamIndex,
+    gpu_nodes: Sequence[GpuNode],
+    next_host_op,
+    notes: list[str],
+) -> list[Edge]:
+    """GPU op -> the host op that could only run after it: for each synchronising call
+    (device, stream and event synchronize; blocking cudaMemcpy), the last op launched before
+    it on each stream it waits for -> the next host op on the calling thread after the call
+    (None when nothing follows). ``via`` is the synchronising call."""
+    calls = {e.correlation: e for e in device.runtime_calls if e.correlation is not None}
+    syncs = {s.args.correlation: s for s in device.cuda_syncs if s.args.correlation is not None}
+    by_correlation = {n.event.correlation: n for n in gpu_nodes if n.event.correlation is not None}
+    kinds = (RuntimeKind.SYNC_DEVICE, RuntimeKind.SYNC_STREAM, RuntimeKind.SYNC_EVENT)
+    edges = []
+    for call in device.runtime_calls:
+        if runtime_kind(call.name) not in kinds and call.name not in BLOCKING_MEMCPY_APIS:
+            continue
+        sources = _sync_sources(call, syncs.get(call.correlation), index, calls,
+                                by_correlation, notes)  # fmt: skip
+        dst = next_host_op(call)
+        for node in sources:
+            edges.append(Edge(EdgeKind.HOST_SYNC, node.node_id, dst, call.name, call.correlation))
+    return edges
+
+
+class HostTimeline:
+    """Linked host ops per Kineto thread in time order: top-level ops, next-op lookup."""
+
+    def __init__(self, nestings: Mapping[tuple, ThreadNesting], host_of: Mapping[int, int]):
+        self.ops: dict[tuple, list[tuple[Number, Number, int, bool]]] = {}
+        for thread, nesting in nestings.items():
+            rows = []
+            for i, event in enumerate(nesting.events):
+                host_id = host_of.get(id(event))
+                if host_id is None:
+                    continue
+                top = all(
+                    nesting.events[a].name.startswith("ProfilerStep#") for a in nesting.ancestors(i)
+                ) and not event.name.startswith("ProfilerStep#")
+                rows.append((nesting.starts[i], nesting.ends[i], host_id, top))
+            self.ops[thread] = rows
+        self.starts = {t: [r[0] for r in rows] for t, rows in self.ops.items()}
+
+    def next_after(self, call: KinetoEvent) -> Optional[int]:
+        """The first linked host op on the call's thread starting at or after it ends."""
+        thread = (call.pid, call.tid)
+        starts = self.starts.get(thread, [])
+        index = bisect_left(starts, call.end_us)
+        return self.ops[thread][index][2] if index < len(starts) else None
+
+    def top_level(self) -> dict[tuple, list[tuple[Number, Number, int, bool]]]:
+        return {t: [r for r in rows if r[3]] for t, rows in self.ops.items()}
+
+
+def inter_thread_and_gaps(timeline: HostTimeline) -> tuple[list[Edge], dict, dict]:
+    """Hand-offs between threads and idle gaps, over top-level host ops.
+
+    A top-level op X on thread B depends on the top-level op Y of another thread that ended
+    last within B's idle time before X (after B's previous top-level op ended, at or
+    before X started): Y's end is what B was waiting for. The idle gap of X is X's start
+    minus the end of B's previous top-level op.
+    """
+    top = timeline.top_level()
+    ends = sorted((row[1], thread, row[2]) for thread, rows in top.items() for row in rows)
+    end_times = [e[0] for e in ends]
+    edges, dep, gaps = [], {}, {}
+    for thread, rows in top.items():
+        previous_end: Optional[Number] = None
+        for start, end, host_id, _ in rows:
+            if previous_end is not None:
+                gaps[host_id] = max(start - previous_end, 0)
+            low = bisect_right(end_times, previous_end) if previous_end is not None else 0
+            high = bisect_right(end_times, start)
+            for k in range(high - 1, low - 1, -1):
+                if ends[k][1] != thread:
+                    edges.append(Edge(EdgeKind.INTER_THREAD, ends[k][2], host_id))
+                    dep[host_id] = ends[k][2]
+                    break
+            previous_end = end if previous_end is None else max(previous_end, end)
+    return edges, dep, gaps

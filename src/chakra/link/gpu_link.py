@@ -1,0 +1,105 @@
+"""Attach each GPU op (kernel, memcpy, memset) to the host op that launched it.
+
+GPU op -> runtime/driver call with the same ``correlation`` -> innermost Kineto CPU op
+enclosing that call on the calling thread -> its host op (walking up enclosing ops until
+one is in the host ET). NCCL kernels attach to the enclosing ``nccl:*`` op. Without a launch
+event, the GPU op's ``External id`` names its CPU op (a fallback the report counts). A GPU
+op whose launch is nowhere is kept, without a parent, in its stream's order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+from chakra.ingest.device_model import KinetoEvent
+from chakra.link.model import GpuNode
+from chakra.link.nesting import ThreadNesting
+
+NCCL_OP_PREFIX = "nccl:"
+
+
+def is_nccl_kernel(event: KinetoEvent) -> bool:
+    return "nccl" in event.name.lower()
+
+
+class GpuLinker:
+    """Finds parents for GPU ops; ``host_of`` maps a Kineto CPU event (by identity) to the
+    host op id it was matched with."""
+
+    def __init__(
+        self,
+        nestings: Mapping[tuple, ThreadNesting],
+        host_of: Mapping[int, int],
+        runtime_calls: Sequence[KinetoEvent],
+        window: Optional[tuple[float, float]],
+    ) -> None:
+        self.nestings = nestings
+        self.host_of = host_of
+        self.launch_by_correlation = {
+            e.correlation: e for e in runtime_calls if e.correlation is not None
+        }
+        self.cpu_by_external_id: dict[int, KinetoEvent] = {}
+        for nesting in nestings.values():
+            for event in nesting.events:  # outermost first: keep the first seen
+                if event.external_id is not None:
+                    self.cpu_by_external_id.setdefault(event.external_id, event)
+        self.window = window
+        self.orphans: Counter[str] = Counter()
+        self.outside_window = 0
+
+    def link(self, gpu_ops: Sequence[KinetoEvent], first_id: int) -> tuple[GpuNode, ...]:
+        """GPU nodes, ids from ``first_id`` in (start, stream, correlation) order; GPU ops
+        launched outside the linked window are left out (counted in ``outside_window``)."""
+        nodes = []
+        ordered = sorted(gpu_ops, key=lambda e: (e.ts_us, e.stream or 0, e.correlation or 0))
+        for event in ordered:
+            node = self._link_one(event, first_id + len(nodes))
+            if node is not None:
+                nodes.append(node)
+        return tuple(nodes)
+
+    def _in_window(self, instant: float) -> bool:
+        return self.window is None or self.window[0] <= instant <= self.window[1]
+
+    def _link_one(self, event: KinetoEvent, node_id: int) -> Optional[GpuNode]:
+        launch = self.launch_by_correlation.get(event.correlation)
+        if launch is not None:
+            if not self._in_window(launch.ts_us or 0):
+                self.outside_window += 1
+                return None
+            parent = self._parent_at(launch, is_nccl_kernel(event))
+            if parent is not None:
+                return GpuNode(node_id, event, parent, launch, "correlation")
+            return self._orphan(node_id, event, launch, "launching op not in the host ET")
+        if not self._in_window(event.ts_us or 0):
+            self.outside_window += 1
+            return None
+        cpu = self.cpu_by_external_id.get(event.external_id) if event.external_id else None
+        if cpu is not None and id(cpu) in self.host_of:
+            return GpuNode(node_id, event, self.host_of[id(cpu)], None, "external_id")
+        return self._orphan(node_id, event, None, "no launch event in the trace")
+
+    def _orphan(self, node_id, event, launch, reason) -> GpuNode:
+        self.orphans[reason] += 1
+        return GpuNode(node_id, event, None, launch, "none", orphan_reason=reason)
+
+    def _parent_at(self, launch: KinetoEvent, nccl: bool) -> Optional[int]:
+        nesting = self.nestings.get((launch.pid, launch.tid))
+        if nesting is None:
+            return None
+        index = nesting.innermost_at(launch.ts_us or 0)
+        if index is None:
+            return None
+        chain = [index, *nesting.ancestors(index)]
+        if nccl:
+            for candidate in chain:
+                event = nesting.events[candidate]
+                if event.name.startswith(NCCL_OP_PREFIX) and id(event) in self.host_of:
+                    return self.host_of[id(event)]
+        for candidate in chain:
+            host_id = self.host_of.get(id(nesting.events[candidate]))
+            if host_id is not None:
+                return host_id
+        return None

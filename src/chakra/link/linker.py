@@ -1,0 +1,126 @@
+"""``link_traces``: host ET + Kineto trace -> :class:`LinkedTrace` (a pure function)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+
+from chakra.errors import ChakraError
+from chakra.ingest.device_model import DeviceTrace
+from chakra.ingest.host_model import HostTrace
+from chakra.link.cpu_join import CpuJoin, join_cpu_ops, kineto_cpu_events, linkable_host_ops
+from chakra.link.evidence import (
+    HostTimeline,
+    StreamIndex,
+    event_wait_edges,
+    host_sync_edges,
+    inter_thread_and_gaps,
+    launch_edges,
+    stream_order_edges,
+)
+from chakra.link.gpu_link import GpuLinker
+from chakra.link.model import CpuMatch, LinkedTrace, LinkOptions, LinkReport
+from chakra.link.nesting import ThreadNesting
+
+logger = logging.getLogger(__name__)
+
+
+class LinkError(ChakraError):
+    """The two traces cannot be linked (wrong pairing, nothing in common, empty trace)."""
+
+
+def _check_pair(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> None:
+    if not device.cpu_ops and not device.gpu_ops:
+        raise LinkError(f"{device.path}: the Kineto trace holds no CPU or GPU ops to link")
+    pids = device.host_pids
+    if host.pid is not None and pids and host.pid not in pids and not options.allow_pid_mismatch:
+        shown = ", ".join(map(str, pids))
+        raise LinkError(
+            f"{host.path} (pid {host.pid}) and {device.path} (pid {shown}) come from different "
+            "processes; pass --allow-pid-mismatch to link them anyway"
+        )
+
+
+def _nestings(device: DeviceTrace) -> dict[tuple, ThreadNesting]:
+    threads: dict[tuple, list] = defaultdict(list)
+    for event in sorted(kineto_cpu_events(device), key=lambda e: (e.ts_us, -e.dur_us)):
+        threads[(event.pid, event.tid)].append(event)
+    return {thread: ThreadNesting(events) for thread, events in threads.items()}
+
+
+def _matches(join: CpuJoin, nestings: dict[tuple, ThreadNesting]) -> dict[int, CpuMatch]:
+    exclusive = {
+        id(event): (nesting.exclusive_us[i], thread)
+        for thread, nesting in nestings.items()
+        for i, event in enumerate(nesting.events)
+    }
+    matches = {}
+    for host_id, (event, strategy) in join.matches.items():
+        excl, thread = exclusive[id(event)]
+        matches[host_id] = CpuMatch(host_id, event, strategy, excl, thread)
+    return matches
+
+
+def link_traces(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedTrace:
+    """Link ``host`` with ``device``: match CPU ops, attach GPU ops to their launching host
+    ops, and collect every dependency the traces show (see docs/design.md, "Linking")."""
+    _check_pair(host, device, options)
+    join = join_cpu_ops(host, device, options)
+    if not join.matches:
+        raise LinkError(
+            f"no host op of {host.path} matches a CPU op of {device.path}: "
+            "are they from the same run?"
+        )
+    nestings = _nestings(device)
+    matches = _matches(join, nestings)
+    host_of = {id(m.event): host_id for host_id, m in matches.items()}
+    linker = GpuLinker(nestings, host_of, device.runtime_calls, join.window)
+    gpu_nodes = linker.link(device.gpu_ops, first_id=max(op.id for op in host.ops) + 1)
+    notes = list(join.notes)
+    index = StreamIndex(gpu_nodes)
+    timeline = HostTimeline(nestings, host_of)
+    thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
+    sync = host_sync_edges(device, index, gpu_nodes, timeline.next_after, notes)
+    edges = [
+        *launch_edges(gpu_nodes),
+        *stream_order_edges(index),
+        *event_wait_edges(device, index, notes),
+        *sync,
+        *thread_edges,
+    ]
+    sync_dep: dict[int, list[int]] = defaultdict(list)
+    for edge in sync:
+        if edge.dst is not None and edge.src not in sync_dep[edge.dst]:
+            sync_dep[edge.dst].append(edge.src)
+    report = _report(host, device, join, gpu_nodes, linker, edges, notes)
+    for note in notes:
+        logger.warning("%s", note)
+    return LinkedTrace(
+        host=host,
+        device=device,
+        matches=matches,
+        gpu_nodes=gpu_nodes,
+        edges=tuple(edges),
+        inter_thread_dep=inter_thread,
+        idle_gap_us=gaps,
+        sync_dep=dict(sync_dep),
+        report=report,
+    )
+
+
+def _report(host, device, join, gpu_nodes, linker, edges, notes) -> LinkReport:
+    by_strategy = Counter(strategy.value for _, strategy in join.matches.values())
+    return LinkReport(
+        host_ops=len(linkable_host_ops(host)),
+        kineto_cpu_ops=len(device.cpu_ops),
+        matched=dict(sorted(by_strategy.items())),
+        unmatched_host_ops=len(linkable_host_ops(host)) - len(join.matches),
+        gpu_ops_total=len(device.gpu_ops),
+        gpu_ops_linked=sum(1 for n in gpu_nodes if n.parent_id is not None),
+        gpu_ops_orphaned=dict(sorted(linker.orphans.items())),
+        gpu_ops_outside_window=linker.outside_window,
+        streams=sorted({n.event.stream for n in gpu_nodes if n.event.stream is not None}),
+        edges=dict(sorted(Counter(e.kind.value for e in edges).items())),
+        window=join.window_label,
+        notes=notes,
+    )

@@ -1,0 +1,126 @@
+"""Values produced by linking a host ET with a Kineto trace."""
+
+from __future__ import annotations
+
+import enum
+from typing import Optional, Union
+
+import msgspec
+
+from chakra.ingest.device_model import DeviceTrace, KinetoEvent
+from chakra.ingest.host_model import HostTrace
+
+Number = Union[int, float]
+
+
+class JoinStrategy(str, enum.Enum):
+    """How a host op was matched with its Kineto CPU op, in the order they are tried."""
+
+    RECORD_FUNCTION_ID = "record_function_id"  # Kineto "Record function id" == host rf_id
+    EXTERNAL_ID = "external_id"  # Kineto "External id" == host rf_id, names equal
+    NAME_ALIGNMENT = "name_alignment"  # order-preserving alignment of op names per thread
+
+
+class EdgeKind(str, enum.Enum):
+    """Kinds of dependency evidence recorded in ET+ (see docs/design.md, "Linking")."""
+
+    LAUNCH = "launch"  # host op -> GPU op it launched
+    STREAM_ORDER = "stream_order"  # GPU op -> next GPU op on the same stream
+    EVENT_WAIT = "event_wait"  # GPU op before cudaEventRecord -> first op after the wait
+    HOST_SYNC = "host_sync"  # GPU op -> the host op that could only run after it ended
+    INTER_THREAD = "inter_thread"  # host op on one thread -> host op it let run on another
+
+
+class LinkOptions(msgspec.Struct, frozen=True):
+    """Choices a user can make. ``profiler_step`` restricts linking to that ProfilerStep's
+    window; ``iteration`` picks among equally good alignment windows (0-based);
+    ``allow_pid_mismatch`` links traces whose process ids differ."""
+
+    profiler_step: Optional[int] = None
+    iteration: Optional[int] = None
+    allow_pid_mismatch: bool = False
+
+
+class CpuMatch(msgspec.Struct, frozen=True, gc=False):
+    """A host op matched with the Kineto CPU op that recorded its execution."""
+
+    host_id: int
+    event: KinetoEvent
+    strategy: JoinStrategy
+    exclusive_us: Number
+    thread: tuple[Union[int, str], Union[int, str]]  # Kineto (pid, tid)
+
+
+class GpuNode(msgspec.Struct, frozen=True, gc=False):
+    """A GPU op (kernel, memcpy, memset) as an ET+ node. ``parent_id`` is the host op that
+    launched it; None (with ``orphan_reason``) when no host op could be found, in which
+    case the node still keeps its place in its stream's order."""
+
+    node_id: int
+    event: KinetoEvent
+    parent_id: Optional[int]
+    launch: Optional[KinetoEvent]
+    linked_by: str  # "correlation", "external_id" or "none"
+    orphan_reason: Optional[str] = None
+
+    @property
+    def stream_key(self) -> tuple[Optional[int], Optional[int]]:
+        return (self.event.args.device, self.event.stream)
+
+    @property
+    def launch_ts_us(self) -> Number:
+        source = self.launch if self.launch is not None else self.event
+        return source.ts_us or 0
+
+
+class Edge(msgspec.Struct, frozen=True, gc=False):
+    """One dependency: ``dst`` may not start before ``src`` ends. Endpoints are ET+ node
+    ids; ``dst`` is None when nothing recorded follows (e.g. a final synchronize).
+    ``via`` names the runtime call that carries the dependency (its API and correlation)."""
+
+    kind: EdgeKind
+    src: int
+    dst: Optional[int]
+    via_api: Optional[str] = None
+    via_correlation: Optional[int] = None
+
+
+class LinkReport(msgspec.Struct, frozen=True):
+    """Counts that say how complete the link is (printed and written by --report)."""
+
+    host_ops: int
+    kineto_cpu_ops: int
+    matched: dict[str, int]
+    unmatched_host_ops: int
+    gpu_ops_total: int
+    gpu_ops_linked: int
+    gpu_ops_orphaned: dict[str, int]
+    gpu_ops_outside_window: int
+    streams: list[int]
+    edges: dict[str, int]
+    window: Optional[str]
+    notes: list[str]
+
+    @property
+    def host_coverage(self) -> float:
+        considered = self.host_ops
+        return sum(self.matched.values()) / considered if considered else 1.0
+
+    @property
+    def gpu_coverage(self) -> float:
+        considered = self.gpu_ops_total - self.gpu_ops_outside_window
+        return self.gpu_ops_linked / considered if considered else 1.0
+
+
+class LinkedTrace(msgspec.Struct, frozen=True):
+    """The result of :func:`chakra.link.link_traces`: everything the ET+ writer needs."""
+
+    host: HostTrace
+    device: DeviceTrace
+    matches: dict[int, CpuMatch]  # by host op id
+    gpu_nodes: tuple[GpuNode, ...]
+    edges: tuple[Edge, ...]
+    inter_thread_dep: dict[int, int]  # host op id -> host op id it waits for
+    idle_gap_us: dict[int, Number]  # top-level host op id -> idle time before it
+    sync_dep: dict[int, list[int]]  # host op id -> GPU node ids it waits for
+    report: LinkReport

@@ -1,0 +1,61 @@
+"""The link report: a short table for people, JSON for machines, and coverage checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from chakra.errors import ChakraError
+from chakra.link.model import LinkReport
+
+
+class CoverageError(ChakraError):
+    """``--strict``: the link covers less than the thresholds the user asked for."""
+
+
+def report_as_dict(report: LinkReport) -> dict[str, Any]:
+    data = msgspec.to_builtins(report)
+    data["host_coverage"] = round(report.host_coverage, 6)
+    data["gpu_coverage"] = round(report.gpu_coverage, 6)
+    return data
+
+
+def render_table(report: LinkReport, title: str) -> str:
+    """A few aligned lines summarising the link."""
+    matched = sum(report.matched.values())
+    strategies = ", ".join(f"{k} {v}" for k, v in report.matched.items()) or "none"
+    in_window = report.gpu_ops_total - report.gpu_ops_outside_window
+    orphans = ", ".join(f"{v} {k}" for k, v in report.gpu_ops_orphaned.items()) or "none"
+    rows = [
+        ("host ops matched", f"{matched}/{report.host_ops} ({report.host_coverage:.1%}): {strategies}"),
+        ("Kineto CPU ops", str(report.kineto_cpu_ops)),
+        ("GPU ops linked", f"{report.gpu_ops_linked}/{in_window} ({report.gpu_coverage:.1%})"),
+        ("GPU ops orphaned", orphans),
+        ("GPU ops outside window", str(report.gpu_ops_outside_window)),
+        ("streams", ", ".join(map(str, report.streams)) or "none"),
+        ("edges", ", ".join(f"{k} {v}" for k, v in report.edges.items()) or "none"),
+        ("window", report.window or "whole trace"),
+    ]  # fmt: skip
+    width = max(len(name) for name, _ in rows)
+    lines = [title] + [f"  {name:<{width}}  {value}" for name, value in rows]
+    lines += [f"  note: {note}" for note in report.notes]
+    return "\n".join(lines)
+
+
+def missing_parts(report: LinkReport) -> list[str]:
+    """What a partial link lacks, in words (empty when complete)."""
+    parts = []
+    if report.unmatched_host_ops:
+        parts.append(f"{report.unmatched_host_ops} of {report.host_ops} host ops have no timing")
+    for reason, count in report.gpu_ops_orphaned.items():
+        parts.append(f"{count} GPU ops have no host parent ({reason})")
+    return parts
+
+
+def check_coverage(report: LinkReport, min_host: float, min_gpu: float) -> None:
+    if report.host_coverage < min_host or report.gpu_coverage < min_gpu:
+        raise CoverageError(
+            f"coverage below --strict thresholds: host ops {report.host_coverage:.2%} "
+            f"(min {min_host:.2%}), GPU ops {report.gpu_coverage:.2%} (min {min_gpu:.2%})"
+        )
