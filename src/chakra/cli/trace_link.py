@@ -106,7 +106,7 @@ def _link_one(args: argparse.Namespace) -> None:
         raise ChakraError(f"missing {', '.join(missing)} (or use --host-dir/--device-dir)")
     options, coverage = _options(args)
     report: LinkReport = link_files(args.host_trace, args.device_trace, args.output_file,
-                                    options, coverage)  # fmt: skip
+                                    options, coverage, args.rank)  # fmt: skip
     print(render_table(report, f"linked {args.output_file}"))
     _write_report(args.report, report_as_dict(report))
 

@@ -34,12 +34,18 @@ def link_files(
     device_path: PathLike,
     output_path: PathLike,
     options: LinkOptions,
-    coverage: Coverage = Coverage(),
+    coverage: Optional[Coverage] = None,
+    rank: Optional[int] = None,
 ) -> LinkReport:
     """Load, link and write one rank; returns its report. With coverage thresholds, a link
     below them raises before anything is written; a partial link otherwise is written with
-    a warning naming what is missing."""
-    linked = link_traces(load_host_trace(host_path), load_device_trace(device_path), options)
+    a warning naming what is missing. ``rank``, when given, is checked against the Kineto
+    trace's ``distributedInfo``."""
+    device = load_device_trace(device_path)
+    if rank is not None and device.rank is not None and rank != device.rank:
+        logger.warning("%s: --rank %d but the trace says rank %d", device_path, rank, device.rank)
+    linked = link_traces(load_host_trace(host_path), device, options)
+    coverage = coverage or Coverage()
     if coverage.min_host is not None or coverage.min_gpu is not None:
         check_coverage(linked.report, coverage.min_host or 0.0, coverage.min_gpu or 0.0)
     missing = missing_parts(linked.report)

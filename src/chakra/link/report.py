@@ -27,8 +27,9 @@ def render_table(report: LinkReport, title: str) -> str:
     strategies = ", ".join(f"{k} {v}" for k, v in report.matched.items()) or "none"
     in_window = report.gpu_ops_total - report.gpu_ops_outside_window
     orphans = ", ".join(f"{v} {k}" for k, v in report.gpu_ops_orphaned.items()) or "none"
+    host = f"{matched}/{report.host_ops} ({report.host_coverage:.1%}): {strategies}"
     rows = [
-        ("host ops matched", f"{matched}/{report.host_ops} ({report.host_coverage:.1%}): {strategies}"),
+        ("host ops matched", host),
         ("Kineto CPU ops", str(report.kineto_cpu_ops)),
         ("GPU ops linked", f"{report.gpu_ops_linked}/{in_window} ({report.gpu_coverage:.1%})"),
         ("GPU ops orphaned", orphans),
