@@ -97,8 +97,6 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
             steps.append(_step(event))
             continue
         bucket.append(event)
-    if not raw.trace_events:
-        logger.warning("%s: the trace holds no events", path)
     return DeviceTrace(
         path=str(path),
         cpu_ops=_sorted_by_start(groups["cpu"]),

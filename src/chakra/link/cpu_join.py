@@ -60,6 +60,10 @@ def join_cpu_ops(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> 
                           (JoinStrategy.EXTERNAL_ID, _external_id_key)):  # fmt: skip
         matches = _join_by_id(ops, events, key, strategy)
         if ops and len(matches) >= MIN_SHARE * len(ops):
+            if window is None:  # the span of what the host ET recorded
+                matched = [event for event, _ in matches.values()]
+                window = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
+                label = f"span of the host ET's ops ({window[0]} to {window[1]} us)"
             return CpuJoin(matches=matches, window=window, window_label=label)
     return _join_by_alignment(ops, events, options, window, label)
 

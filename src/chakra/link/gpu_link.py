@@ -50,32 +50,30 @@ class GpuLinker:
         self.outside_window = 0
 
     def link(self, gpu_ops: Sequence[KinetoEvent], first_id: int) -> tuple[GpuNode, ...]:
-        """GPU nodes, ids from ``first_id`` in (start, stream, correlation) order; GPU ops
-        launched outside the linked window are left out (counted in ``outside_window``)."""
-        nodes = []
+        """A node for every GPU op, ids from ``first_id`` in (start, stream, correlation)
+        order. Ops launched outside the linked window have ``in_window`` False and no
+        parent: they still order their streams while evidence is collected, then go."""
         ordered = sorted(gpu_ops, key=lambda e: (e.ts_us, e.stream or 0, e.correlation or 0))
-        for event in ordered:
-            node = self._link_one(event, first_id + len(nodes))
-            if node is not None:
-                nodes.append(node)
-        return tuple(nodes)
+        return tuple(self._link_one(event, first_id + i) for i, event in enumerate(ordered))
 
     def _in_window(self, instant: float) -> bool:
         return self.window is None or self.window[0] <= instant <= self.window[1]
 
-    def _link_one(self, event: KinetoEvent, node_id: int) -> Optional[GpuNode]:
+    def _outside(self, node_id: int, event: KinetoEvent, launch) -> GpuNode:
+        self.outside_window += 1
+        return GpuNode(node_id, event, None, launch, "none", in_window=False)
+
+    def _link_one(self, event: KinetoEvent, node_id: int) -> GpuNode:
         launch = self.launch_by_correlation.get(event.correlation)
         if launch is not None:
             if not self._in_window(launch.ts_us or 0):
-                self.outside_window += 1
-                return None
+                return self._outside(node_id, event, launch)
             parent = self._parent_at(launch, is_nccl_kernel(event))
             if parent is not None:
                 return GpuNode(node_id, event, parent, launch, "correlation")
             return self._orphan(node_id, event, launch, "launching op not in the host ET")
         if not self._in_window(event.ts_us or 0):
-            self.outside_window += 1
-            return None
+            return self._outside(node_id, event, None)
         cpu = self.cpu_by_external_id.get(event.external_id) if event.external_id else None
         if cpu is not None and id(cpu) in self.host_of:
             return GpuNode(node_id, event, self.host_of[id(cpu)], None, "external_id")

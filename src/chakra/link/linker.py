@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from typing import Optional
+
+import msgspec
 
 from chakra.errors import ChakraError
 from chakra.ingest.device_model import DeviceTrace
@@ -19,7 +22,15 @@ from chakra.link.evidence import (
     stream_order_edges,
 )
 from chakra.link.gpu_link import GpuLinker
-from chakra.link.model import CpuMatch, LinkedTrace, LinkOptions, LinkReport
+from chakra.link.model import (
+    CpuMatch,
+    Edge,
+    EdgeKind,
+    GpuNode,
+    LinkedTrace,
+    LinkOptions,
+    LinkReport,
+)
 from chakra.link.nesting import ThreadNesting
 
 logger = logging.getLogger(__name__)
@@ -75,19 +86,22 @@ def link_traces(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> L
     matches = _matches(join, nestings)
     host_of = {id(m.event): host_id for host_id, m in matches.items()}
     linker = GpuLinker(nestings, host_of, device.runtime_calls, join.window)
-    gpu_nodes = linker.link(device.gpu_ops, first_id=max(op.id for op in host.ops) + 1)
+    first_gpu_id = max(op.id for op in host.ops) + 1
+    all_gpu_nodes = linker.link(device.gpu_ops, first_gpu_id)
     notes = list(join.notes)
-    index = StreamIndex(gpu_nodes)
+    index = StreamIndex(all_gpu_nodes)
     timeline = HostTimeline(nestings, host_of)
     thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
-    sync = host_sync_edges(device, index, gpu_nodes, timeline.next_after, notes)
-    edges = [
-        *launch_edges(gpu_nodes),
+    all_sync = host_sync_edges(device, index, all_gpu_nodes, timeline.next_after, notes)
+    all_edges = [
+        *launch_edges(all_gpu_nodes),
         *stream_order_edges(index),
         *event_wait_edges(device, index, notes),
-        *sync,
-        *thread_edges,
+        *all_sync,
     ]
+    gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, all_edges, first_gpu_id)
+    sync = [e for e in gpu_edges if e.kind is EdgeKind.HOST_SYNC]
+    edges = [*gpu_edges, *thread_edges]
     sync_dep: dict[int, list[int]] = defaultdict(list)
     for edge in sync:
         if edge.dst is not None and edge.src not in sync_dep[edge.dst]:
@@ -106,6 +120,31 @@ def link_traces(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> L
         sync_dep=dict(sync_dep),
         report=report,
     )
+
+
+def _keep_window(
+    nodes: tuple[GpuNode, ...], edges: list[Edge], first_id: int
+) -> tuple[tuple[GpuNode, ...], list[Edge]]:
+    """Drop GPU nodes launched outside the window and every edge touching them; number the
+    rest densely from ``first_id``. Evidence is collected before dropping, so an edge is
+    never re-routed to a wrong neighbour when the true one lies outside."""
+    new_id = {}
+    kept = []
+    for node in nodes:
+        if node.in_window:
+            new_id[node.node_id] = first_id + len(kept)
+            kept.append(msgspec.structs.replace(node, node_id=new_id[node.node_id]))
+    dropped = {node.node_id for node in nodes if not node.in_window}
+
+    def remap(node_id: Optional[int]) -> Optional[int]:
+        return new_id.get(node_id, node_id) if node_id is not None else None
+
+    kept_edges = [
+        msgspec.structs.replace(edge, src=remap(edge.src), dst=remap(edge.dst))
+        for edge in edges
+        if edge.src not in dropped and edge.dst not in dropped
+    ]
+    return tuple(kept), kept_edges
 
 
 def _report(host, device, join, gpu_nodes, linker, edges, notes) -> LinkReport:

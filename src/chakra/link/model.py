@@ -62,6 +62,7 @@ class GpuNode(msgspec.Struct, frozen=True, gc=False):
     launch: Optional[KinetoEvent]
     linked_by: str  # "correlation", "external_id" or "none"
     orphan_reason: Optional[str] = None
+    in_window: bool = True  # launched inside the linked window (others are dropped)
 
     @property
     def stream_key(self) -> tuple[Optional[int], Optional[int]]:

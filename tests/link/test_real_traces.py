@@ -1,0 +1,96 @@
+"""Linking the real public traces and our PyTorch 2.13 recordings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chakra.ingest import load_device_trace, load_host_trace
+from chakra.link import EdgeKind, LinkOptions, link_traces
+from chakra.link.et_plus import write_et_plus
+from tests.conftest import REPO_ROOT
+
+FIXTURES = REPO_ROOT / "tests" / "data" / "pytorch213"
+
+
+def link_pair(host: Path, device: Path, **options: object):
+    return link_traces(load_host_trace(host), load_device_trace(device), LinkOptions(**options))
+
+
+def test_simple_add(shared_traces: Path) -> None:
+    hta = shared_traces / "hta"
+    linked = link_pair(hta / "simple_add.host_et.json.gz", hta / "simple_add.kineto.json.gz")
+    report = linked.report
+    assert (report.host_ops, report.matched) == (36, {"external_id": 36})
+    assert report.gpu_ops_linked == report.gpu_ops_total == 4
+    assert {n.event.stream for n in linked.gpu_nodes} == {7}
+    by_id = linked.host.op_by_id()
+    syncs = [e for e in linked.edges if e.kind is EdgeKind.HOST_SYNC]
+    assert len(syncs) == 5
+    assert {e.via_api for e in syncs} == {"cudaDeviceSynchronize"}
+    # no host op starts after the last two synchronize calls (at +19.69 s and +19.81 s):
+    # their edges end at the thread's end (dst None); the others gate the next op
+    assert [e.dst is None for e in syncs] == [False, False, False, True, True]
+    gated = [by_id[e.dst].name for e in syncs[:3]]
+    assert gated == ["aten::add", "[param|torch.add|0|0|0|measure|forward]", "aten::add"]
+    assert {by_id[n.parent_id].name for n in linked.gpu_nodes} == {"aten::uniform_", "aten::add"}
+
+
+def test_linear_aligns_one_iteration(shared_traces: Path) -> None:
+    param = shared_traces / "param"
+    linked = link_pair(param / "linear.host_et.json.gz", param / "linear.kineto.json.gz")
+    report = linked.report
+    assert report.matched == {"name_alignment": 928} and report.unmatched_host_ops == 0
+    assert report.gpu_coverage >= 0.99 and report.gpu_ops_linked > 200
+    assert report.window is not None and report.window.startswith("aligned iteration at ts")
+    assert any("equally well" in note for note in report.notes)  # the guess is said
+    other = link_pair(param / "linear.host_et.json.gz", param / "linear.kineto.json.gz",
+                      iteration=3)  # fmt: skip
+    assert other.report.window != report.window
+    assert other.report.host_coverage == 1.0
+    # host and GPU ops of one iteration: every GPU node launched inside the chosen window
+    starts = [m.event.ts_us for m in linked.matches.values()]
+    assert all(min(starts) <= n.launch_ts_us for n in linked.gpu_nodes)
+
+
+@pytest.mark.parametrize(
+    ("host", "device"),
+    [("single/host_et.json.gz", "single/kineto.json.gz"),
+     ("gloo_2rank/rank0.host_et.json.gz", "gloo_2rank/rank0.kineto.json.gz"),
+     ("gloo_2rank/rank1.host_et.json.gz", "gloo_2rank/rank1.kineto.json.gz")],
+)  # fmt: skip
+def test_pytorch_2_13_fixtures_join_by_record_function_id(host: str, device: str) -> None:
+    linked = link_pair(FIXTURES / host, FIXTURES / device)
+    assert linked.report.unmatched_host_ops == 0
+    assert set(linked.report.matched) == {"record_function_id"}
+
+
+def test_et_plus_is_reference_shaped_and_deterministic(shared_traces: Path, tmp_path: Path) -> None:
+    hta = shared_traces / "hta"
+    pair = (hta / "simple_add.host_et.json.gz", hta / "simple_add.kineto.json.gz")
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    write_et_plus(link_pair(*pair), first)
+    write_et_plus(link_pair(*pair), second)
+    assert first.read_bytes() == second.read_bytes()
+    document = json.loads(first.read_text())
+    assert {"schema", "pid", "time", "start_ts", "finish_ts", "nodes"} <= set(document)
+    nodes = document["nodes"]
+    ids = [n["id"] for n in nodes]
+    assert len(ids) == len(set(ids)) == 38 + 4
+    assert all(n["ctrl_deps"] in set(ids) for n in nodes)
+    linked_host = [n for n in nodes if "ts" in n and "cat" not in n]
+    assert len(linked_host) == 36
+    for node in linked_host:
+        assert {"inclusive_dur", "exclusive_dur", "inter_thread_dep"} <= set(node)
+        assert 0 <= node["exclusive_dur"] <= node["inclusive_dur"]
+    gpu = [n for n in nodes if "cat" in n]
+    assert [n["stream"] for n in gpu] == [7, 7, 7, 7]
+    for node in gpu:
+        assert node["ph"] == "X" and node["inclusive_dur"] == node["exclusive_dur"] == node["dur"]
+        assert {"inputs", "outputs", "attrs", "ctrl_deps"} <= set(node)
+    waiting = [n for n in nodes if "sync_dep" in n]
+    assert waiting and all(set(n["sync_dep"]) <= {g["id"] for g in gpu} for n in waiting)
+    kinds = {d["kind"] for d in document["chakra_link"]["dependencies"]}
+    assert kinds == {"launch", "stream_order", "host_sync"}

@@ -1,0 +1,82 @@
+"""Linking synthetic traces reproduces their ground truth exactly, for every vintage."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chakra.ingest import load_device_trace, load_host_trace
+from chakra.link import LinkedTrace, LinkOptions, link_traces
+from chakra.synth import SynthOptions, generate_job
+from chakra.synth.options import options_with_vintages
+from tests.synth.conftest import load_json
+
+VINTAGES = [(), ("no_rf_id",), ("no_flows",), ("legacy_1_0_1",), ("no_rf_id", "no_flows")]
+
+
+def refs(linked: LinkedTrace) -> set[tuple[str, str, str]]:
+    """Our edges in the truth's vocabulary: host:<id>, gpu:<correlation>, runtime:<corr>."""
+    gpu = {n.node_id: f"gpu:{n.event.correlation}" for n in linked.gpu_nodes}
+
+    def ref(node_id: Any) -> str:
+        return gpu.get(node_id, f"host:{node_id}")
+
+    out = set()
+    for edge in linked.edges:
+        dst = f"runtime:{edge.via_correlation}" if edge.kind.value == "host_sync" else ref(edge.dst)
+        out.add((edge.kind.value, ref(edge.src), dst))
+    return out
+
+
+def check_rank(truth: dict[str, Any], linked: LinkedTrace) -> None:
+    present = {f"gpu:{n.event.correlation}" for n in linked.gpu_nodes}
+    parents = {f"gpu:{g['correlation']}": g for g in truth["gpu_ops"]}
+    # every GPU op whose launching host op is in the host ET is linked, to the same parent
+    expected = {ref for ref, g in parents.items() if g["parent_host_id"] is not None}
+    assert expected <= present
+    for node in linked.gpu_nodes:
+        true_op = parents[f"gpu:{node.event.correlation}"]
+        assert node.parent_id == true_op["parent_host_id"]
+        assert node.event.stream == true_op["stream"]
+    ours = refs(linked)
+    true_edges = {
+        (e["kind"], e["src"], e["dst"]) for e in truth["edges"]
+        if all(not r.startswith("gpu:") or r in present for r in (e["src"], e["dst"]))
+    }  # fmt: skip
+    assert ours - true_edges == set(), "false edges"
+    assert true_edges - ours == set(), "missing edges"
+
+
+@pytest.mark.parametrize("vintages", VINTAGES, ids=lambda v: "+".join(v) or "modern")
+@pytest.mark.parametrize("host_step", [None, 1])
+def test_link_matches_ground_truth(
+    tmp_path: Path, vintages: tuple[str, ...], host_step: Any
+) -> None:
+    options = SynthOptions(seed=5, ranks=2, steps=3, ops_per_step=70, host_step=host_step)
+    summary = generate_job(options_with_vintages(options, vintages), tmp_path)
+    for rank in summary.ranks:
+        linked = link_traces(
+            load_host_trace(rank.host_et), load_device_trace(rank.kineto), LinkOptions()
+        )
+        report = linked.report
+        assert report.unmatched_host_ops == 0
+        assert report.gpu_ops_orphaned == {}
+        expected_strategy = "record_function_id" if not vintages or vintages == ("no_flows",) \
+            else "name_alignment"  # fmt: skip
+        assert set(report.matched) == {expected_strategy}
+        if host_step is None:
+            assert report.gpu_ops_outside_window == 0
+        check_rank(load_json(rank.truth), linked)
+
+
+def test_edge_counts_of_a_modern_rank(tmp_path: Path) -> None:
+    summary = generate_job(SynthOptions(seed=2, ranks=2, steps=2, ops_per_step=70), tmp_path)
+    rank = summary.ranks[1]
+    truth = load_json(rank.truth)
+    linked = link_traces(load_host_trace(rank.host_et), load_device_trace(rank.kineto),
+                         LinkOptions())  # fmt: skip
+    assert linked.report.edges == dict(sorted(Counter(e["kind"] for e in truth["edges"]).items()))
+    assert linked.report.gpu_ops_linked == len(truth["gpu_ops"]) == rank.gpu_ops
