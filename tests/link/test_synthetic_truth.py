@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -80,3 +81,33 @@ def test_edge_counts_of_a_modern_rank(tmp_path: Path) -> None:
                          LinkOptions())  # fmt: skip
     assert linked.report.edges == dict(sorted(Counter(e["kind"] for e in truth["edges"]).items()))
     assert linked.report.gpu_ops_linked == len(truth["gpu_ops"]) == rank.gpu_ops
+
+
+def test_missing_launch_events_fall_back_to_external_id_or_orphan(tmp_path: Path) -> None:
+    """Real traces lose launch events (a launching thread outside the profiled ones): the
+    GPU op is attached by External id when its CPU op is known, else kept as an orphan."""
+    summary = generate_job(SynthOptions(seed=3, ranks=1, steps=1, ops_per_step=70), tmp_path)
+    rank = summary.ranks[0]
+    document = json.loads(rank.kineto.read_text())
+    kernels = [e for e in document["traceEvents"] if e.get("cat") == "kernel"]
+    no_launch = {k["args"]["correlation"] for k in kernels[:3]}
+    kernels[2]["args"].pop("External id")  # and this one cannot be placed at all
+    document["traceEvents"] = [
+        e for e in document["traceEvents"]
+        if not (e.get("cat") == "cuda_runtime" and e["args"].get("correlation") in no_launch)
+    ]  # fmt: skip
+    kineto = tmp_path / "damaged.kineto.json"
+    kineto.write_text(json.dumps(document))
+    linked = link_traces(load_host_trace(rank.host_et), load_device_trace(kineto), LinkOptions())
+    truth = {g["correlation"]: g for g in load_json(rank.truth)["gpu_ops"]}
+    nodes = {n.event.correlation: n for n in linked.gpu_nodes}
+    first, second, third = (nodes[k["args"]["correlation"]] for k in kernels[:3])
+    for node in (first, second):
+        assert node.linked_by == "external_id"
+        assert node.parent_id == truth[node.event.correlation]["parent_host_id"]
+    assert (third.parent_id, third.orphan_reason) == (None, "no launch event in the trace")
+    assert linked.report.gpu_ops_linked_by_external_id == 2
+    assert linked.report.gpu_ops_orphaned == {"no launch event in the trace": 1}
+    # the orphan keeps its place in its stream's order
+    stream_edges = {(e.src, e.dst) for e in linked.edges if e.kind.value == "stream_order"}
+    assert any(third.node_id in pair for pair in stream_edges)

@@ -22,6 +22,7 @@ import msgspec
 from chakra.errors import PathLike
 from chakra.fileio import atomic_output
 from chakra.ingest.host_model import HostOp, OpArgs
+from chakra.ingest.json_input import gc_paused
 from chakra.link.model import GpuNode, LinkedTrace
 
 FORMAT = "chakra-et-plus/1"
@@ -147,7 +148,7 @@ def write_et_plus(linked: LinkedTrace, path: PathLike) -> None:
     host = linked.host
     header = {"schema": host.schema, "pid": host.pid, "time": host.time,
               "start_ts": host.start_ts, "finish_ts": host.finish_ts}  # fmt: skip
-    with atomic_output(path) as out:
+    with gc_paused(), atomic_output(path) as out:
         out.write(_ENCODER.encode(header)[:-1] + b',\n"chakra_link": ')
         out.write(_ENCODER.encode(_metadata(linked)))
         out.write(b',\n"nodes": [')

@@ -11,6 +11,7 @@ import msgspec
 from chakra.errors import ChakraError
 from chakra.ingest.device_model import DeviceTrace
 from chakra.ingest.host_model import HostTrace
+from chakra.ingest.json_input import gc_paused
 from chakra.link.cpu_join import CpuJoin, join_cpu_ops, kineto_cpu_events, linkable_host_ops
 from chakra.link.evidence import (
     HostTimeline,
@@ -75,6 +76,11 @@ def _matches(join: CpuJoin, nestings: dict[tuple, ThreadNesting]) -> dict[int, C
 def link_traces(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedTrace:
     """Link ``host`` with ``device``: match CPU ops, attach GPU ops to their launching host
     ops, and collect every dependency the traces show (see docs/design.md, "Linking")."""
+    with gc_paused():  # builds acyclic values only; see json_input.gc_paused
+        return _link(host, device, options)
+
+
+def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedTrace:
     _check_pair(host, device, options)
     join = join_cpu_ops(host, device, options)
     if not join.matches:
@@ -148,6 +154,11 @@ def _keep_window(
 
 
 def _report(host, device, join, gpu_nodes, linker, edges, notes) -> LinkReport:
+    by_external_id = sum(1 for n in gpu_nodes if n.linked_by == "external_id")
+    if by_external_id:
+        notes.append(
+            f"{by_external_id} GPU ops have no launch event; attached by their External id"
+        )
     by_strategy = Counter(strategy.value for _, strategy in join.matches.values())
     return LinkReport(
         host_ops=len(linkable_host_ops(host)),
@@ -156,6 +167,7 @@ def _report(host, device, join, gpu_nodes, linker, edges, notes) -> LinkReport:
         unmatched_host_ops=len(linkable_host_ops(host)) - len(join.matches),
         gpu_ops_total=len(device.gpu_ops),
         gpu_ops_linked=sum(1 for n in gpu_nodes if n.parent_id is not None),
+        gpu_ops_linked_by_external_id=by_external_id,
         gpu_ops_orphaned=dict(sorted(linker.orphans.items())),
         gpu_ops_outside_window=linker.outside_window,
         streams=sorted({n.event.stream for n in gpu_nodes if n.event.stream is not None}),

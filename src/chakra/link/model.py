@@ -95,6 +95,7 @@ class LinkReport(msgspec.Struct, frozen=True):
     unmatched_host_ops: int
     gpu_ops_total: int
     gpu_ops_linked: int
+    gpu_ops_linked_by_external_id: int
     gpu_ops_orphaned: dict[str, int]
     gpu_ops_outside_window: int
     streams: list[int]

@@ -31,7 +31,8 @@ def render_table(report: LinkReport, title: str) -> str:
     rows = [
         ("host ops matched", host),
         ("Kineto CPU ops", str(report.kineto_cpu_ops)),
-        ("GPU ops linked", f"{report.gpu_ops_linked}/{in_window} ({report.gpu_coverage:.1%})"),
+        ("GPU ops linked", f"{report.gpu_ops_linked}/{in_window} ({report.gpu_coverage:.1%}), "
+         f"{report.gpu_ops_linked_by_external_id} by External id"),
         ("GPU ops orphaned", orphans),
         ("GPU ops outside window", str(report.gpu_ops_outside_window)),
         ("streams", ", ".join(map(str, report.streams)) or "none"),
