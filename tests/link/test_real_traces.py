@@ -44,7 +44,7 @@ def test_linear_aligns_one_iteration(shared_traces: Path) -> None:
     report = linked.report
     assert report.matched == {"name_alignment": 928} and report.unmatched_host_ops == 0
     assert report.gpu_coverage >= 0.99 and report.gpu_ops_linked > 200
-    assert report.window is not None and report.window.startswith("aligned iteration at ts")
+    assert report.window is not None and report.window.startswith("aligned iteration 0 of 39")
     assert any("equally well" in note for note in report.notes)  # the guess is said
     other = link_pair(param / "linear.host_et.json.gz", param / "linear.kineto.json.gz",
                       iteration=3)  # fmt: skip

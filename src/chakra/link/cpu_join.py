@@ -121,6 +121,7 @@ def _join_by_alignment(ops, events, options, window, label) -> CpuJoin:
     matches: dict[int, tuple[KinetoEvent, JoinStrategy]] = {}
     notes: list[str] = []
     span: Optional[tuple[float, float]] = None
+    chosen = (0, 1)
     used: set[ThreadKey] = set()
     for tid in order:
         host_ops = host_threads[tid]
@@ -128,7 +129,9 @@ def _join_by_alignment(ops, events, options, window, label) -> CpuJoin:
         choice = _best_thread(names, kineto_threads, used, span, options, notes)
         if choice is None:
             continue
-        thread, alignment = choice
+        thread, alignment, rank_of_choice = choice
+        if span is None:
+            chosen = rank_of_choice
         used.add(thread)
         kineto_ops = kineto_threads[thread]
         for h, k in alignment.pairs:
@@ -138,7 +141,12 @@ def _join_by_alignment(ops, events, options, window, label) -> CpuJoin:
             span = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
             span = (span[0], _next_start(kineto_ops, alignment, span[1]))
     window_out = window or span
-    label_out = label or (f"aligned iteration at ts {span[0]}" if span else None)
+    label_out = label or (
+        f"aligned iteration {chosen[0]} of {chosen[1]} equally matching, starting at ts "
+        f"{span[0]} us"
+        if span
+        else None
+    )
     return CpuJoin(matches=matches, window=window_out, window_label=label_out, notes=tuple(notes))
 
 
@@ -176,4 +184,4 @@ def _best_thread(names, kineto_threads, used, span, options, notes):
             f"first (choose another with --iteration N)"
         )
     kineto_threads[thread] = view
-    return thread, alignments[pick]
+    return thread, alignments[pick], (pick, len(alignments))
