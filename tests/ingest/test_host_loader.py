@@ -176,8 +176,8 @@ def test_pytorch_2_13_extras_are_kept(tmp_path: Path) -> None:
 
 
 def test_tensors_skip_non_tensor_values() -> None:
-    args = OpArgs(values=[[1, 2], "<None>", [7, 8, 0, 3, 4, "cuda:0"]],
-                  types=["GenericList[Int,Int]", "None", "Tensor(float)"])  # fmt: skip
+    args = OpArgs.of(values=[[1, 2], "<None>", [7, 8, 0, 3, 4, "cuda:0"]],
+                     types=["GenericList[Int,Int]", "None", "Tensor(float)"])  # fmt: skip
     assert [t.nbytes for t in args.tensors()] == [12]
 
 

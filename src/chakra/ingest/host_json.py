@@ -19,11 +19,22 @@ class RawAttr(msgspec.Struct, gc=False):
     value: Any = None
 
 
+EMPTY_JSON_LIST = msgspec.Raw(b"[]")
+#: Default of raw fields: msgspec cannot decode ``Optional[Raw]``, so absence reads as null.
+NULL_JSON = msgspec.Raw(b"null")
+
+
+def is_null(raw: msgspec.Raw) -> bool:
+    return bytes(memoryview(raw)[:4]) == b"null"
+
+
 class RawArgs(msgspec.Struct, gc=False):
-    values: list = []
-    shapes: list = []
-    types: list = []
-    strides: Optional[list] = None
+    """An ``inputs``/``outputs`` object (1.0.2+), its lists kept as raw JSON."""
+
+    values: msgspec.Raw = EMPTY_JSON_LIST
+    shapes: msgspec.Raw = EMPTY_JSON_LIST
+    types: msgspec.Raw = EMPTY_JSON_LIST
+    strides: msgspec.Raw = NULL_JSON
 
 
 class RawHostNode(msgspec.Struct, gc=False):
@@ -31,14 +42,15 @@ class RawHostNode(msgspec.Struct, gc=False):
     name: str
     ctrl_deps: Optional[int] = None
     parent: Optional[int] = None
-    inputs: Union[RawArgs, list, None] = None
-    outputs: Union[RawArgs, list, None] = None
+    # an object (1.0.2+) or a list (1.0.1), kept raw: decoded when and if needed
+    inputs: msgspec.Raw = NULL_JSON
+    outputs: msgspec.Raw = NULL_JSON
     attrs: Optional[list[RawAttr]] = None
     # 1.0.1 layout
-    input_shapes: Optional[list] = None
-    input_types: Optional[list] = None
-    output_shapes: Optional[list] = None
-    output_types: Optional[list] = None
+    input_shapes: msgspec.Raw = NULL_JSON
+    input_types: msgspec.Raw = NULL_JSON
+    output_shapes: msgspec.Raw = NULL_JSON
+    output_types: msgspec.Raw = NULL_JSON
     rf_id: Optional[int] = None
     fw_parent: Optional[int] = None
     seq_id: Optional[int] = None
@@ -70,4 +82,5 @@ class RawProcessGroup(msgspec.Struct, gc=False):
 
 
 HOST_TRACE_DECODER = msgspec.json.Decoder(RawHostTrace, strict=False)
+ARGS_DECODER = msgspec.json.Decoder(RawArgs)
 PROCESS_GROUPS_DECODER = msgspec.json.Decoder(list[RawProcessGroup], strict=False)

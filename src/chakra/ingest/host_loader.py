@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional, Union
+from typing import Any, Optional
+
+import msgspec
 
 from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.host_comms import (
@@ -12,7 +14,14 @@ from chakra.ingest.host_comms import (
     parse_process_groups,
     resolve_backend_ids,
 )
-from chakra.ingest.host_json import HOST_TRACE_DECODER, RawArgs, RawHostNode, RawHostTrace
+from chakra.ingest.host_json import (
+    ARGS_DECODER,
+    EMPTY_JSON_LIST,
+    HOST_TRACE_DECODER,
+    RawHostNode,
+    RawHostTrace,
+    is_null,
+)
 from chakra.ingest.host_model import HostAttr, HostOp, HostTrace, OpArgs, SchemaVersion
 from chakra.ingest.host_schema import (
     KNOWN_SCHEMAS,
@@ -101,10 +110,21 @@ def _parent_of(path: PathLike, node: RawHostNode) -> int:
     return parent
 
 
-def _args(raw: Union[RawArgs, list, None]) -> OpArgs:
-    if isinstance(raw, RawArgs):
-        return OpArgs(values=raw.values, shapes=raw.shapes, types=raw.types, strides=raw.strides)
-    return OpArgs()
+def _args(raw: msgspec.Raw, shapes: msgspec.Raw, types: msgspec.Raw) -> OpArgs:
+    """OpArgs from a raw ``inputs``/``outputs`` value: an object with values/shapes/types
+    (1.0.2+), or a bare value list whose shapes and types are sibling keys (1.0.1)."""
+    first = bytes(memoryview(raw)[:1])
+    if first == b"{":
+        args = ARGS_DECODER.decode(raw)
+        strides = None if is_null(args.strides) else args.strides
+        return OpArgs(args.values, args.shapes, args.types, strides)
+    if first != b"[":
+        return OpArgs()
+
+    def listed(value: msgspec.Raw) -> msgspec.Raw:
+        return EMPTY_JSON_LIST if is_null(value) else value
+
+    return OpArgs(raw, listed(shapes), listed(types))
 
 
 def _int_attr(path: PathLike, node: RawHostNode, name: str, value: Any) -> int:
@@ -129,7 +149,8 @@ def _op_from_attrs(path: PathLike, node: RawHostNode) -> HostOp:
         for name, value in standard.items()
         if name != "op_schema"
     }
-    inputs, outputs = _args(node.inputs), _args(node.outputs)
+    inputs = _args(node.inputs, node.input_shapes, node.input_types)
+    outputs = _args(node.outputs, node.output_shapes, node.output_types)
     return HostOp(
         id=node.id,
         name=node.name,
@@ -145,13 +166,8 @@ def _op_from_attrs(path: PathLike, node: RawHostNode) -> HostOp:
 
 
 def _op_from_top_level(path: PathLike, node: RawHostNode) -> HostOp:
-    def listed(value: Any, shapes: Optional[list], types: Optional[list]) -> OpArgs:
-        if isinstance(value, list):
-            return OpArgs(values=value, shapes=shapes or [], types=types or [])
-        return _args(value)
-
-    inputs = listed(node.inputs, node.input_shapes, node.input_types)
-    outputs = listed(node.outputs, node.output_shapes, node.output_types)
+    inputs = _args(node.inputs, node.input_shapes, node.input_types)
+    outputs = _args(node.outputs, node.output_shapes, node.output_types)
     return HostOp(
         id=node.id,
         name=node.name,

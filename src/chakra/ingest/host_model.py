@@ -1,8 +1,7 @@
 """Typed, immutable model of a PyTorch host execution trace (host ET).
 
 Values are msgspec ``Struct``s (frozen, slotted): cheap to build from JSON and safe to share
-between stages. Containers holding raw JSON values (``OpArgs.values`` and friends) are the
-decoded lists themselves; treat them as read-only.
+between stages. Op arguments stay raw JSON until asked for (see :class:`OpArgs`).
 """
 
 from __future__ import annotations
@@ -68,19 +67,63 @@ def _tensors_in(value: Any, type_name: str) -> Iterator[TensorRef]:
                 stack.append(iter(item))
 
 
+_EMPTY_LIST = msgspec.Raw(b"[]")
+_decode = msgspec.json.decode
+
+
 class OpArgs(msgspec.Struct, frozen=True, gc=False):
     """Inputs or outputs of an op: parallel lists of values, shapes, types (and strides,
     schema 1.1.1+). Values are raw JSON: tensors in 6-element form, scalars, lists,
-    and placeholders such as ``"<None>"``."""
+    and placeholders such as ``"<None>"``.
 
-    values: list = []
-    shapes: list = []
-    types: list = []
-    strides: Optional[list] = None
+    The lists are kept as the raw JSON text of the file (``*_json``) and decoded on each
+    access to ``values``/``shapes``/``types``/``strides``: most ops' arguments are only
+    copied through to outputs, so this keeps memory near the size of the file.
+    """
+
+    values_json: msgspec.Raw = _EMPTY_LIST
+    shapes_json: msgspec.Raw = _EMPTY_LIST
+    types_json: msgspec.Raw = _EMPTY_LIST
+    strides_json: Optional[msgspec.Raw] = None
+
+    @classmethod
+    def of(
+        cls,
+        values: list,
+        shapes: Optional[list] = None,
+        types: Optional[list] = None,
+        strides: Optional[list] = None,
+    ) -> OpArgs:
+        """OpArgs from Python lists (for tests and generated traces)."""
+
+        def raw(value: Any) -> msgspec.Raw:
+            return msgspec.Raw(msgspec.json.encode(value))
+
+        return cls(raw(values), raw(shapes or []), raw(types or []),
+                   None if strides is None else raw(strides))  # fmt: skip
+
+    @property
+    def values(self) -> list:
+        return _decode(self.values_json)
+
+    @property
+    def shapes(self) -> list:
+        return _decode(self.shapes_json)
+
+    @property
+    def types(self) -> list:
+        return _decode(self.types_json)
+
+    @property
+    def strides(self) -> Optional[list]:
+        return None if self.strides_json is None else _decode(self.strides_json)
 
     def tensors(self) -> Iterator[TensorRef]:
         """Every tensor in the arguments, nested generic lists included, in order."""
-        for value, type_name in zip(self.values, self.types):
+        types = self.types
+        if not any(isinstance(t, str) and "Tensor" in t for t in types):
+            return
+        for value, type_name in zip(self.values, types):
             if isinstance(type_name, str):
                 yield from _tensors_in(value, type_name)
 

@@ -34,9 +34,11 @@ STANDARD_ATTR_TYPES = (
 
 
 def _args(args: OpArgs) -> dict[str, Any]:
-    out: dict[str, Any] = {"values": args.values, "shapes": args.shapes, "types": args.types}
-    if args.strides is not None:
-        out["strides"] = args.strides
+    out: dict[str, Any] = {
+        "values": args.values_json, "shapes": args.shapes_json, "types": args.types_json
+    }  # fmt: skip
+    if args.strides_json is not None:
+        out["strides"] = args.strides_json
     return out
 
 
