@@ -111,3 +111,24 @@ def test_missing_launch_events_fall_back_to_external_id_or_orphan(tmp_path: Path
     # the orphan keeps its place in its stream's order
     stream_edges = {(e.src, e.dst) for e in linked.edges if e.kind.value == "stream_order"}
     assert any(third.node_id in pair for pair in stream_edges)
+
+
+def test_et_plus_nccl_nodes_carry_collective_metadata(tmp_path: Path) -> None:
+    from chakra.link.et_plus import write_et_plus
+
+    summary = generate_job(SynthOptions(seed=4, ranks=2, steps=1, ops_per_step=70), tmp_path)
+    rank = summary.ranks[0]
+    linked = link_traces(load_host_trace(rank.host_et), load_device_trace(rank.kineto),
+                         LinkOptions())  # fmt: skip
+    out = tmp_path / "et_plus.json"
+    write_et_plus(linked, out)
+    nodes = json.loads(out.read_text())["nodes"]
+    truth = {g["correlation"]: g for g in load_json(rank.truth)["gpu_ops"]}
+    host_names = {n["id"]: n["name"] for n in nodes if "cat" not in n}
+    nccl = [n for n in nodes if n.get("cat") == "kernel" and "nccl" in n["name"].lower()]
+    assert nccl
+    for node in nccl:
+        expected = truth[node["correlation"]]["collective"]
+        assert node["pg_name"] == expected["pg_name"]
+        assert node["collective"]["name"] and node["collective"]["group_size"] >= 1
+        assert host_names[node["ctrl_deps"]].startswith("nccl:")  # attached to the nccl:* op
