@@ -1,0 +1,106 @@
+"""``chakra_converter``: ET+ (linked PyTorch traces) -> Chakra ET protobuf.
+
+Both reference interfaces: ``chakra_converter [--log-filename F] PyTorch --input X --output Y
+[--simulate]`` (1.0) and ``chakra_converter --input_type PyTorch --input_filename X
+--output_filename Y [--simulate]`` (0.0.4). ``Text`` (ASTRA-sim text workloads) arrives with
+the companion tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.convert import ConvertOptions, convert_file
+from chakra.errors import ChakraError
+
+logger = logging.getLogger(__name__)
+NOT_YET = "is not available yet in this version of chakra"
+
+
+def _add_pytorch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-gaps",
+        action="store_true",
+        help="do not replay measured idle time between top-level CPU ops",
+    )
+    parser.add_argument(
+        "--validate",
+        action="store_true",
+        help="check the written graph (ids, deps, acyclic, attributes)",
+    )
+    parser.add_argument("--simulate", action="store_true",
+                        help="simulate the converted graph (needs the simulator)")  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_converter",
+        description="Convert ET+ JSON into a Chakra ET (.et) graph.",
+        allow_abbrev=False,  # else "PyTorch --input" is taken for the flat --input_* flags
+    )
+    parser.add_argument("--log-filename", "--log_filename", dest="log_filename",
+                        help="also write the log to this file")  # fmt: skip
+    parser.add_argument("--input_type", help="0.0.4 interface: PyTorch or Text")
+    parser.add_argument("--input_filename", help="0.0.4 interface: input file")
+    parser.add_argument("--output_filename", help="0.0.4 interface: output file")
+    parser.add_argument("--num_npus", type=int, help="0.0.4 interface, Text only")
+    parser.add_argument("--num_passes", type=int, help="0.0.4 interface, Text only")
+    _add_pytorch_options(parser)
+    add_log_level_option(parser)
+    commands = parser.add_subparsers(dest="command")
+    pytorch = commands.add_parser("PyTorch", help="ET+ JSON -> Chakra ET")
+    pytorch.add_argument("--input", required=True, help="ET+ JSON (chakra_trace_link output)")
+    pytorch.add_argument("--output", required=True, help=".et file to write (.gz compresses)")
+    _add_pytorch_options(pytorch)
+    text = commands.add_parser("Text", help="ASTRA-sim text workload -> <output>.<npu>.et")
+    for flag in ("--input", "--output"):
+        text.add_argument(flag, required=True)
+    for flag in ("--num-npus", "--num-passes"):
+        text.add_argument(flag, type=int, required=True)
+    return parser
+
+
+def _convert(args: argparse.Namespace) -> None:
+    if args.log_filename:
+        handler = logging.FileHandler(args.log_filename, mode="w")
+        handler.setFormatter(logging.Formatter("%(levelname)s [%(asctime)s] %(message)s"))
+        logging.getLogger().addHandler(handler)
+    kind = args.command or args.input_type
+    if kind == "Text":
+        raise ChakraError(f"Text conversion {NOT_YET} (it arrives with the companion tools)")
+    if kind != "PyTorch":
+        raise ChakraError("choose a conversion: PyTorch or Text (see --help)")
+    source = getattr(args, "input", None) or args.input_filename
+    target = getattr(args, "output", None) or args.output_filename
+    if not source or not target:
+        raise ChakraError("missing --input/--output (or --input_filename/--output_filename)")
+    if args.simulate:
+        raise ChakraError(f"--simulate {NOT_YET} (it arrives with the simulator)")
+    graph = convert_file(source, target, ConvertOptions(gaps=not args.no_gaps))
+    if args.validate:
+        from chakra.et.validate import validate_et
+
+        report = validate_et(target)
+        if not report.ok:
+            first = report.problems[0].message
+            raise ChakraError(f"{target}: {len(report.problems)} validation problems ({first})")
+    types = ", ".join(f"{n} {name}" for name, n in graph.report.nodes_by_type.items())
+    logger.info("wrote %d nodes (%s) to %s", len(graph.nodes), types, target)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if not arguments:  # as the reference does: no arguments prints the help
+        parser.print_help()
+        sys.exit(0)
+    sys.exit(run_tool(parser, _convert, arguments))
+
+
+if __name__ == "__main__":
+    main()

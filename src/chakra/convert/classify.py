@@ -1,0 +1,160 @@
+"""Chakra node type, ``is_cpu_op`` and communication attributes of each ET+ node."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import msgspec
+
+from chakra.convert.collectives import (
+    PointToPoint,
+    dtype_bytes,
+    kernel_kind,
+    kind_from_name,
+)
+from chakra.convert.et_plus_input import EtPlusNode
+from chakra.et.schema import CollectiveCommType, NodeType
+from chakra.ingest.host_json import ARGS_DECODER, NULL_JSON
+from chakra.ingest.host_model import OpArgs
+
+PROCESS_GROUP_INIT = "process_group:init"
+HOST_COMM_PREFIXES = ("c10d::", "gloo:")
+
+
+class Classified(msgspec.Struct, frozen=True, gc=False):
+    """What a node becomes. ``comm_type`` for collectives; ``comm_size`` in bytes."""
+
+    node_type: NodeType
+    is_cpu_op: bool
+    comm_type: Optional[CollectiveCommType] = None
+    comm_size: Optional[int] = None
+    pg_name: Optional[str] = None
+    pg_ranks: Optional[tuple[int, ...]] = None
+
+
+def _is_comm_kernel(node: EtPlusNode) -> bool:
+    name = node.name.lower()
+    return node.collective is not None or "nccl" in name or "rccl" in name
+
+
+def _ranks(value: Any) -> Optional[tuple[int, ...]]:
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return None
+    if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def _tensor_bytes(raw: msgspec.Raw) -> int:
+    if bytes(memoryview(raw)[:1]) != b"{":
+        return 0
+    args = ARGS_DECODER.decode(raw)
+    return OpArgs(args.values, args.shapes, args.types).tensor_bytes()
+
+
+class Classifier:
+    """Classifies nodes; ``by_id`` gives access to ancestors for host metadata. Counts what
+    it had to guess in ``guesses``."""
+
+    def __init__(self, by_id: Mapping[int, EtPlusNode]) -> None:
+        self.by_id = by_id
+        self.guesses: Counter[str] = Counter()
+        self.host_collectives_are_gloo = any(n.name.startswith("gloo:") for n in by_id.values())
+
+    def ancestors(self, node: EtPlusNode, depth: int = 4) -> list[EtPlusNode]:
+        chain, current = [], node
+        for _ in range(depth):
+            parent = self.by_id.get(current.ctrl_deps) if current.ctrl_deps is not None else None
+            if parent is None or parent is current:
+                break
+            chain.append(parent)
+            current = parent
+        return chain
+
+    def classify(self, node: EtPlusNode) -> Classified:
+        if PROCESS_GROUP_INIT in node.name:
+            return Classified(NodeType.METADATA_NODE, True)
+        if node.is_gpu:
+            if _is_comm_kernel(node):
+                return self._comm(node, is_cpu_op=False)
+            return Classified(NodeType.COMP_NODE, False)
+        if self._is_host_collective(node):
+            return self._comm(node, is_cpu_op=True)
+        return Classified(NodeType.COMP_NODE, True)
+
+    def _is_host_collective(self, node: EtPlusNode) -> bool:
+        """gloo-style collectives run on the CPU: ``gloo:*`` ops when the trace has them,
+        else ``c10d::*`` collectives (their GPU kernels, when any, are the comm nodes)."""
+        prefix = "gloo:" if self.host_collectives_are_gloo else "c10d::"
+        return node.name.startswith(prefix) and kind_from_name(node.name) is not None
+
+    def _record_param_comms(self, node: EtPlusNode) -> Optional[EtPlusNode]:
+        candidates = [node, *self.ancestors(node)]
+        return next((n for n in candidates if n.name == "record_param_comms"), None)
+
+    def _kind(self, node: EtPlusNode, comms: Optional[EtPlusNode]) -> Optional[object]:
+        names = [comms.attr("collective_name") if comms else None]
+        names += [a.name for a in [node, *self.ancestors(node)]
+                  if a.name.startswith(("nccl:", "c10d::", "gloo:"))]  # fmt: skip
+        names.append(node.collective.name if node.collective else None)
+        for name in names:
+            kind = kind_from_name(name)
+            if kind is not None:
+                return kind
+        return kernel_kind(node.name) if node.is_gpu else None
+
+    def _comm(self, node: EtPlusNode, is_cpu_op: bool) -> Classified:
+        comms = self._record_param_comms(node)
+        kind = self._kind(node, comms)
+        if kind is None:
+            self.guesses[f"untyped communication op {node.name[:60]!r}: typed ALL_REDUCE"] += 1
+            kind = CollectiveCommType.ALL_REDUCE
+        size = self._size(node, comms)
+        pg_name = (comms.attr("pg_name") if comms else None) or node.pg_name or (
+            node.collective.pg_name if node.collective else None)  # fmt: skip
+        ranks = _ranks(node.collective.pg_ranks) if node.collective else None
+        if isinstance(kind, PointToPoint):
+            node_type = (
+                NodeType.COMM_SEND_NODE if kind is PointToPoint.SEND else NodeType.COMM_RECV_NODE
+            )
+            return Classified(node_type, is_cpu_op, None, size,
+                              None if pg_name is None else str(pg_name), ranks)  # fmt: skip
+        return Classified(NodeType.COMM_COLL_NODE, is_cpu_op, kind, size,
+                          None if pg_name is None else str(pg_name), ranks)  # fmt: skip
+
+    def _size(self, node: EtPlusNode, comms: Optional[EtPlusNode]) -> int:
+        """Bytes of the input message: element count x dtype size from the host metadata,
+        else from Kineto's, else the bytes of the op's tensor inputs (nested lists too)."""
+        sources = []
+        if comms is not None:
+            sources.append((comms.attr("in_msg_nelems"), comms.attr("dtype")))
+        if node.collective is not None:
+            sources.append((node.collective.in_msg_nelems, node.collective.dtype))
+        for nelems, dtype in sources:
+            width = dtype_bytes(dtype)
+            if isinstance(nelems, int) and width:
+                return nelems * width
+        for raw in (node.inputs, comms.inputs if comms else NULL_JSON):
+            size = _tensor_bytes(raw)
+            if size:
+                return size
+        return 0
+
+
+def process_groups(node: EtPlusNode) -> list[dict[str, Any]]:
+    """The table in a ``## process_group:init ##`` node's inputs (empty if unreadable)."""
+    if bytes(memoryview(node.inputs)[:1]) != b"{":
+        return []
+    values = OpArgs(ARGS_DECODER.decode(node.inputs).values).values
+    try:
+        table = json.loads(values[0]) if values and isinstance(values[0], str) else []
+    except json.JSONDecodeError:
+        return []
+    return table if isinstance(table, list) else []

@@ -1,0 +1,65 @@
+"""Acyclicity: Kahn's topological sort (iterative), and a documented rule to break cycles.
+
+Every dependency class the converter adds points forward in measured time, so a cycle means
+contradictory evidence. Rule: in each cycle found, remove the edge that most contradicts the
+measured order (largest ``start(src) - start(dst)``; untimed nodes count as 0), report it,
+and repeat until the graph is acyclic.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Optional
+
+from chakra.convert.et_plus_input import Number
+
+
+def leftover_after_kahn(deps: Mapping[int, set[int]], ids: set[int]) -> set[int]:
+    """Nodes that no topological order can reach (empty iff acyclic). O(V + E)."""
+    pending = {node: len(deps.get(node, ())) for node in ids}
+    successors: dict[int, list[int]] = defaultdict(list)
+    for dst, srcs in deps.items():
+        for src in srcs:
+            successors[src].append(dst)
+    ready = [node for node, count in pending.items() if count == 0]
+    while ready:
+        node = ready.pop()
+        for succ in successors.get(node, ()):
+            pending[succ] -= 1
+            if pending[succ] == 0:
+                ready.append(succ)
+    return {node for node, count in pending.items() if count > 0}
+
+
+def find_cycle(deps: Mapping[int, set[int]], leftover: set[int]) -> list[int]:
+    """One cycle among ``leftover`` nodes, as ids in dependency order (iterative walk)."""
+    start = min(leftover)
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    node: Optional[int] = start
+    while node is not None and node not in seen:
+        seen[node] = len(path)
+        path.append(node)
+        node = min((src for src in deps.get(node, ()) if src in leftover), default=None)
+    if node is None:
+        return []
+    return list(reversed(path[seen[node] :]))
+
+
+def break_cycles(
+    deps: dict[int, set[int]], ids: set[int], start_us: Mapping[int, Number]
+) -> list[tuple[int, int, list[int]]]:
+    """Remove edges until acyclic; returns each removed (src, dst, cycle)."""
+    removed = []
+    while True:
+        leftover = leftover_after_kahn(deps, ids)
+        if not leftover:
+            return removed
+        cycle = find_cycle(deps, leftover)
+        if not cycle:
+            return removed
+        pairs = list(zip(cycle, cycle[1:] + cycle[:1]))  # (src, dst): dst depends on src
+        src, dst = max(pairs, key=lambda p: start_us.get(p[0], 0) - start_us.get(p[1], 0))
+        deps[dst].discard(src)
+        removed.append((src, dst, cycle))

@@ -1,0 +1,136 @@
+"""Read ET+ JSON: ours (``chakra_trace_link``) or the reference linker's.
+
+Both put every host op and GPU op in ``nodes``; a node with a ``cat`` is a GPU op. Ours also
+carries ``chakra_link.dependencies`` (the linker's evidence); for the reference's ET+ the
+converter rebuilds what it can (stream order, launch, ``sync_dep``, ``inter_thread_dep``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import msgspec
+
+from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.host_json import NULL_JSON
+from chakra.ingest.json_input import decode_json, gc_paused, read_json_bytes
+
+Number = Union[int, float]
+
+
+class EtPlusAttr(msgspec.Struct, frozen=True, gc=False):
+    name: str
+    type: str = ""
+    value: Any = None
+
+
+class Collective(msgspec.Struct, frozen=True, gc=False):
+    """Kineto's collective metadata of an NCCL kernel, as our linker copies it."""
+
+    name: Optional[str] = None
+    dtype: Optional[str] = None
+    in_msg_nelems: Optional[int] = None
+    out_msg_nelems: Optional[int] = None
+    group_size: Optional[int] = None
+    pg_name: Union[str, int, None] = None
+    pg_desc: Optional[str] = None
+    pg_ranks: Any = None
+
+
+class EtPlusNode(msgspec.Struct, frozen=True, gc=False):
+    """One ET+ node. ``inputs``/``outputs`` stay raw JSON. Times in microseconds."""
+
+    id: int
+    name: str
+    ctrl_deps: Optional[int] = None
+    inputs: msgspec.Raw = NULL_JSON
+    outputs: msgspec.Raw = NULL_JSON
+    attrs: list[EtPlusAttr] = []
+    ts: Optional[Number] = None
+    inclusive_dur: Optional[Number] = None
+    exclusive_dur: Optional[Number] = None
+    dur: Optional[Number] = None
+    inter_thread_dep: Optional[int] = None
+    sync_dep: list[int] = []
+    cat: Optional[str] = None
+    stream: Optional[int] = None
+    device: Optional[int] = None
+    correlation: Optional[int] = None
+    pg_name: Union[str, int, None] = None
+    collective: Optional[Collective] = None
+    idle_gap: Optional[Number] = None
+    kineto_thread: Optional[list[Union[int, str]]] = None
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.cat is not None
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for entry in self.attrs:
+            if entry.name == name:
+                return entry.value
+        return default
+
+
+class Dependency(msgspec.Struct, frozen=True, gc=False):
+    kind: str
+    src: int
+    dst: Optional[int] = None
+    via: Optional[str] = None
+    via_correlation: Optional[int] = None
+
+
+class LinkInfo(msgspec.Struct, frozen=True, gc=False):
+    format: Optional[str] = None
+    rank: Optional[int] = None
+    dependencies: list[Dependency] = []
+
+
+class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):
+    """A loaded ET+ file. ``link`` is None for ET+ written by the reference linker."""
+
+    path: str
+    schema: str
+    pid: Optional[int]
+    time: Optional[str]
+    start_ts: Optional[int]
+    finish_ts: Optional[int]
+    nodes: list[EtPlusNode]
+    link: Optional[LinkInfo]
+
+
+class _RawEtPlus(msgspec.Struct, gc=False):
+    nodes: list[EtPlusNode]
+    schema: str = ""
+    pid: Optional[int] = None
+    time: Optional[str] = None
+    start_ts: Optional[int] = None
+    finish_ts: Optional[int] = None
+    chakra_link: Optional[LinkInfo] = None
+
+
+_DECODER = msgspec.json.Decoder(_RawEtPlus, strict=False)
+
+
+def load_et_plus(path: PathLike) -> EtPlusTrace:
+    """Load an ET+ JSON file (gzip by content). Raises TraceFormatError naming the file."""
+    data = read_json_bytes(path)
+    with gc_paused():
+        raw: _RawEtPlus = decode_json(path, data, _DECODER, "ET+ trace (host + device)")
+    if not raw.nodes:
+        raise TraceFormatError(path, "the ET+ trace holds no nodes")
+    if not any(node.ts is not None for node in raw.nodes):
+        raise TraceFormatError(
+            path, "no node has a 'ts': this is a host execution trace, not a linked ET+ "
+            "(run chakra_trace_link first)"
+        )  # fmt: skip
+    return EtPlusTrace(
+        path=str(path),
+        schema=raw.schema,
+        pid=raw.pid,
+        time=raw.time,
+        start_ts=raw.start_ts,
+        finish_ts=raw.finish_ts,
+        nodes=raw.nodes,
+        link=raw.chakra_link,
+    )

@@ -1,0 +1,84 @@
+"""Build protobuf Chakra ET nodes from ET+ nodes and their classification."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from chakra.convert.classify import Classified
+from chakra.convert.et_plus_input import EtPlusNode
+from chakra.et.attributes import set_attr
+from chakra.et.schema import IOInfo, Node, NodeType
+from chakra.ingest.host_json import ARGS_DECODER
+
+#: Host attrs copied onto every node, as the reference converter writes them.
+INT_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid")
+
+
+def _io(raw: msgspec.Raw) -> Any:
+    """IOInfo with the JSON text of values, shapes and types (``json.loads``-able)."""
+    if bytes(memoryview(raw)[:1]) != b"{":
+        return None
+    args = ARGS_DECODER.decode(raw)
+    return IOInfo(values=bytes(args.values).decode(), shapes=bytes(args.shapes).decode(),
+                  types=bytes(args.types).decode())  # fmt: skip
+
+
+def _micros(value: Any) -> int:
+    return max(round(value), 0) if isinstance(value, (int, float)) else 0
+
+
+def build_node(node: EtPlusNode, kind: Classified, data_deps: list[int], parent: Any) -> Any:
+    """One Chakra node. Duration: a GPU op's measured duration, a CPU op's exclusive time."""
+    duration = node.dur if node.is_gpu else node.exclusive_dur
+    if node.is_gpu and duration is None:
+        duration = node.inclusive_dur
+    out = Node(id=node.id, name=node.name, type=kind.node_type, data_deps=data_deps,
+               duration_micros=_micros(duration))  # fmt: skip
+    if parent is not None:
+        out.ctrl_deps.append(parent)
+    for field in ("inputs", "outputs"):
+        io = _io(getattr(node, field))
+        if io is not None:
+            getattr(out, field).CopyFrom(io)
+    for name in INT_ATTRS:
+        value = node.attr(name)
+        if isinstance(value, int):
+            set_attr(out, name, value)
+    set_attr(out, "op_schema", str(node.attr("op_schema", "") or ""))
+    if kind.node_type is not NodeType.METADATA_NODE:
+        set_attr(out, "is_cpu_op", kind.is_cpu_op)
+    if node.is_gpu:
+        if node.stream is not None:
+            set_attr(out, "stream", node.stream)
+        if node.device is not None:
+            set_attr(out, "device", node.device)
+    _comm_attrs(out, kind)
+    return out
+
+
+def _comm_attrs(out: Any, kind: Classified) -> None:
+    if kind.comm_type is not None:
+        set_attr(out, "comm_type", int(kind.comm_type))
+    if kind.node_type in (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE,
+                          NodeType.COMM_RECV_NODE):  # fmt: skip
+        set_attr(out, "comm_size", kind.comm_size or 0)
+    if kind.pg_name:
+        set_attr(out, "pg_name", kind.pg_name)
+    if kind.pg_ranks:
+        set_attr(out, "pg_ranks", list(kind.pg_ranks), "int64_list")
+
+
+def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: list[int]) -> Any:
+    """The measured idle time before a top-level CPU op, as a CPU node on its thread."""
+    out = Node(id=node_id, name="[idle]", type=NodeType.COMP_NODE, data_deps=data_deps,
+               duration_micros=_micros(duration_us))  # fmt: skip
+    if before.ctrl_deps is not None:
+        out.ctrl_deps.append(before.ctrl_deps)
+    tid = before.attr("tid")
+    if isinstance(tid, int):
+        set_attr(out, "tid", tid)
+    set_attr(out, "is_cpu_op", True)
+    set_attr(out, "idle_before", before.id)
+    return out
