@@ -66,7 +66,13 @@ class Classifier:
     def __init__(self, by_id: Mapping[int, EtPlusNode]) -> None:
         self.by_id = by_id
         self.guesses: Counter[str] = Counter()
-        self.host_collectives_are_gloo = any(n.name.startswith("gloo:") for n in by_id.values())
+        nodes = by_id.values()
+        self.children: dict[int, list[EtPlusNode]] = {}
+        for node in nodes:
+            if node.ctrl_deps is not None and node.ctrl_deps != node.id:
+                self.children.setdefault(node.ctrl_deps, []).append(node)
+        self.host_collectives_are_gloo = any(n.name.startswith("gloo:") for n in nodes)
+        self.gpu_collectives = any(n.is_gpu and _is_comm_kernel(n) for n in nodes)
 
     def ancestors(self, node: EtPlusNode, depth: int = 4) -> list[EtPlusNode]:
         chain, current = [], node
@@ -90,13 +96,18 @@ class Classifier:
         return Classified(NodeType.COMP_NODE, True)
 
     def _is_host_collective(self, node: EtPlusNode) -> bool:
-        """gloo-style collectives run on the CPU: ``gloo:*`` ops when the trace has them,
-        else ``c10d::*`` collectives (their GPU kernels, when any, are the comm nodes)."""
+        """Collectives of CPU backends: when no GPU kernel communicates, the ``gloo:*`` ops
+        if the trace has them, else the ``c10d::*`` ones. With NCCL, the kernels are the
+        communication and the host ops only launch them."""
+        if self.gpu_collectives:
+            return False
         prefix = "gloo:" if self.host_collectives_are_gloo else "c10d::"
         return node.name.startswith(prefix) and kind_from_name(node.name) is not None
 
     def _record_param_comms(self, node: EtPlusNode) -> Optional[EtPlusNode]:
-        candidates = [node, *self.ancestors(node)]
+        """The ``record_param_comms`` op describing a communication: the node itself, an
+        ancestor (GPU kernels), or a child (host collectives such as ``c10d::*``)."""
+        candidates = [node, *self.ancestors(node), *self.children.get(node.id, ())]
         return next((n for n in candidates if n.name == "record_param_comms"), None)
 
     def _kind(self, node: EtPlusNode, comms: Optional[EtPlusNode]) -> Optional[object]:

@@ -7,6 +7,7 @@ converter rebuilds what it can (stream order, launch, ``sync_dep``, ``inter_thre
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional, Union
 
 import msgspec
@@ -16,6 +17,7 @@ from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.json_input import decode_json, gc_paused, read_json_bytes
 
 Number = Union[int, float]
+logger = logging.getLogger(__name__)
 
 
 class EtPlusAttr(msgspec.Struct, frozen=True, gc=False):
@@ -113,17 +115,15 @@ _DECODER = msgspec.json.Decoder(_RawEtPlus, strict=False)
 
 
 def load_et_plus(path: PathLike) -> EtPlusTrace:
-    """Load an ET+ JSON file (gzip by content). Raises TraceFormatError naming the file."""
+    """Load an ET+ JSON file (gzip by content), or a plain host ET, which becomes an ET+
+    without timing (a warning says so). Raises TraceFormatError naming the file."""
     data = read_json_bytes(path)
     with gc_paused():
         raw: _RawEtPlus = decode_json(path, data, _DECODER, "ET+ trace (host + device)")
     if not raw.nodes:
         raise TraceFormatError(path, "the ET+ trace holds no nodes")
     if not any(node.ts is not None for node in raw.nodes):
-        raise TraceFormatError(
-            path, "no node has a 'ts': this is a host execution trace, not a linked ET+ "
-            "(run chakra_trace_link first)"
-        )  # fmt: skip
+        return _from_host_trace(path, data)
     return EtPlusTrace(
         path=str(path),
         schema=raw.schema,
@@ -134,3 +134,22 @@ def load_et_plus(path: PathLike) -> EtPlusTrace:
         nodes=raw.nodes,
         link=raw.chakra_link,
     )
+
+
+def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
+    """A host ET read as ET+ with no timing: the nodes the linker would write, without
+    ``ts``/durations. Every schema version the host loader knows is accepted."""
+    from chakra.ingest.host_loader import load_host_trace
+    from chakra.link.et_plus import host_node_untimed
+
+    host = load_host_trace(path, data)
+    logger.warning(
+        "%s: a host execution trace without device timing: durations are 0 "
+        "(link it with its Kineto trace by chakra_trace_link for measured times)",
+        path,
+    )
+    encoded = msgspec.json.encode([host_node_untimed(op) for op in host.ops])
+    nodes = msgspec.json.decode(encoded, type=list[EtPlusNode])
+    return EtPlusTrace(path=str(path), schema=host.schema, pid=host.pid, time=host.time,
+                       start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
+                       link=None)  # fmt: skip

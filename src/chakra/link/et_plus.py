@@ -54,14 +54,32 @@ def _attrs(op: HostOp) -> list[dict[str, Any]]:
     }
     standard = [{"name": n, "type": t, "value": values[n]} for n, t in STANDARD_ATTR_TYPES]
     extra = [{"name": a.name, "type": a.type, "value": a.value} for a in op.attrs]
-    return standard + extra  # fmt: skip
+    return standard + extra + _comm_attrs(op, {a.name for a in op.attrs})  # fmt: skip
 
 
-def host_node(op: HostOp, linked: LinkedTrace) -> dict[str, Any]:
-    node: dict[str, Any] = {
+def _comm_attrs(op: HostOp, present: set[str]) -> list[dict[str, Any]]:
+    """record_param_comms metadata read from positional inputs (schemas before 1.1.0),
+    written as the attrs 1.1.0+ uses, so that every consumer finds it in one place."""
+    if op.comm is None:
+        return []
+    fields = msgspec.structs.asdict(op.comm)
+    return [
+        {"name": name, "type": "string" if isinstance(value, str) else "uint64", "value": value}
+        for name, value in fields.items()
+        if value is not None and name not in present and not isinstance(value, list)
+    ]
+
+
+def host_node_untimed(op: HostOp) -> dict[str, Any]:
+    """The ET+ form of a host op, before any timing is added."""
+    return {
         "id": op.id, "name": op.name, "ctrl_deps": op.parent_id,
         "inputs": _args(op.inputs), "outputs": _args(op.outputs), "attrs": _attrs(op),
     }  # fmt: skip
+
+
+def host_node(op: HostOp, linked: LinkedTrace) -> dict[str, Any]:
+    node = host_node_untimed(op)
     match = linked.matches.get(op.id)
     if match is not None:
         event = match.event

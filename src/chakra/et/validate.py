@@ -1,0 +1,383 @@
+"""Check a Chakra ET graph: unique ids, resolvable deps, acyclic data deps, feeder attributes.
+
+The rules are those a consumer relies on: ASTRA-sim's C++ feeder reads each recognised
+attribute from one fixed oneof member (reference §2.5), so a value stored under another
+integer kind reads back as 0; it resolves ``data_deps`` by id and waits forever on a cycle.
+:func:`validate_nodes` returns every problem found as a :class:`ValidationReport`; it raises
+nothing for a bad graph. It streams its input once, keeping per node only integers (its id
+and data deps) plus the names of the few nodes a later problem may have to name (those with
+a dep on an id not seen yet, and duplicates). Time is O(nodes + deps + attributes); no step
+recurses, so million-node chains and cycles are fine.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+import msgspec
+
+from chakra.errors import PathLike
+from chakra.et.attributes import ATTRIBUTE_KINDS
+from chakra.et.reader import EtReader
+from chakra.et.schema import CollectiveCommType, NodeType
+
+#: Every ``Problem.kind``, in the order the checks are described in the module docstring.
+PROBLEM_KINDS = (
+    "duplicate_id",
+    "dangling_data_dep",
+    "dangling_ctrl_dep",
+    "self_dep",
+    "cycle",
+    "invalid_type",
+    "missing_attr",
+    "wrong_attr_kind",
+    "invalid_attr_value",
+    "invalid_comm_type",
+    "missing_stream",
+)
+
+#: Attributes the feeder reads, with the one oneof member it reads each from; checked
+#: whenever present, on any node type.
+FEEDER_ATTR_KINDS: Mapping[str, str] = {
+    name: ATTRIBUTE_KINDS[name]
+    for name in (
+        "is_cpu_op", "num_ops", "tensor_size", "comm_type", "comm_size", "comm_priority",
+        "comm_src", "comm_dst", "comm_tag", "pg_name", "stream",
+    )
+}  # fmt: skip
+
+#: Attributes each node type must carry (``is_cpu_op`` too, on every type but METADATA).
+REQUIRED_ATTRS: Mapping[int, tuple[str, ...]] = {
+    NodeType.COMM_COLL_NODE: ("comm_type", "comm_size"),
+    NodeType.COMM_SEND_NODE: ("comm_size",),
+    NodeType.COMM_RECV_NODE: ("comm_size",),
+    NodeType.MEM_LOAD_NODE: ("tensor_size",),
+    NodeType.MEM_STORE_NODE: ("tensor_size",),
+}
+
+_VALID_TYPES = frozenset(int(t) for t in NodeType if t is not NodeType.INVALID_NODE)
+_GPU_TYPES = frozenset(
+    (NodeType.COMP_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE, NodeType.COMM_COLL_NODE)
+)
+_COMM_TYPES = frozenset(int(t) for t in CollectiveCommType)
+_CYCLE_IDS_SHOWN = 10
+
+
+class Problem(msgspec.Struct, frozen=True, gc=False):
+    """One thing wrong with a graph.
+
+    ``kind`` is one of :data:`PROBLEM_KINDS`; ``node_id`` the node concerned (None if none);
+    ``message`` one sentence naming the node and the fault. ``related_ids`` holds the other
+    ids involved: the missing id of a dangling dep, or for a cycle its ids in order, each
+    listing the next among its ``data_deps`` and the last listing the first.
+    """
+
+    kind: str
+    node_id: Optional[int]
+    message: str
+    related_ids: tuple[int, ...] = ()
+
+
+class ValidationOptions(msgspec.Struct, frozen=True):
+    """``require_streams``: GPU nodes (``is_cpu_op`` false, COMP/COMM types) must carry an
+    int64 ``stream``. ``check_ctrl_deps``: report ``ctrl_deps`` naming no node."""
+
+    require_streams: bool = False
+    check_ctrl_deps: bool = True
+
+
+#: The options used when none are given.
+DEFAULT_OPTIONS = ValidationOptions()
+
+
+class ValidationReport(msgspec.Struct, frozen=True):
+    """The outcome: how many nodes were read and every problem, per-node ones in file order,
+    then dangling deps, then cycles."""
+
+    nodes: int
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def counts(self) -> dict[str, int]:
+        """Number of problems of each kind present."""
+        return dict(Counter(problem.kind for problem in self.problems))
+
+
+def _label(node_id: int, name: Optional[str]) -> str:
+    return f"node {node_id}" if name is None else f"node {node_id} ({name!r})"
+
+
+def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
+    """Missing required attributes, wrong oneof members and out-of-range values."""
+    problems = []
+    node_type = node.type
+    required = REQUIRED_ATTRS.get(node_type, ())
+    if node_type != NodeType.METADATA_NODE:
+        required = ("is_cpu_op", *required)
+    for name in required:
+        if name not in present:
+            type_name = NodeType(node_type).name if node_type in _VALID_TYPES else node_type
+            message = f"{_label(node.id, node.name)} of type {type_name} has no {name} attribute"
+            problems.append(Problem("missing_attr", node.id, message))
+    for name, attr in present.items():
+        wanted = FEEDER_ATTR_KINDS[name]
+        found = attr.WhichOneof("value")
+        if found != wanted:
+            message = (
+                f"{_label(node.id, node.name)} holds {name} as {found or 'no value'}, but the"
+                f" feeder reads only {wanted}"
+            )
+            problems.append(Problem("wrong_attr_kind", node.id, message))
+        elif name == "comm_type" and attr.int64_val not in _COMM_TYPES:
+            message = (
+                f"{_label(node.id, node.name)} has comm_type {attr.int64_val},"
+                " not a CollectiveCommType"
+            )
+            problems.append(Problem("invalid_comm_type", node.id, message))
+        elif name == "comm_size" and attr.int64_val < 0:
+            message = f"{_label(node.id, node.name)} has a negative comm_size {attr.int64_val}"
+            problems.append(Problem("invalid_attr_value", node.id, message))
+    return problems
+
+
+def _node_problems(node: Any, options: ValidationOptions) -> list[Problem]:
+    """Problems visible from one node alone: its type, attributes, stream and self dep."""
+    present: dict[str, Any] = {}
+    for attr in node.attr:
+        if attr.name in FEEDER_ATTR_KINDS and attr.name not in present:
+            present[attr.name] = attr
+    problems = _attr_problems(node, present)
+    if node.type not in _VALID_TYPES:
+        message = f"{_label(node.id, node.name)} has type {node.type}, not a valid NodeType"
+        problems.append(Problem("invalid_type", node.id, message))
+    if node.id in node.data_deps:
+        message = f"{_label(node.id, node.name)} lists itself among its data_deps"
+        problems.append(Problem("self_dep", node.id, message))
+    cpu = present.get("is_cpu_op")
+    is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
+    if options.require_streams and is_gpu and node.type in _GPU_TYPES and "stream" not in present:
+        message = f"{_label(node.id, node.name)} runs on the GPU but has no stream attribute"
+        problems.append(Problem("missing_stream", node.id, message))
+    return problems
+
+
+class _GraphBuilder:
+    """Accumulates the id graph of a node stream, then finds the graph-wide problems.
+
+    Vertices are distinct ids numbered in order of first appearance (a duplicate id adds its
+    deps to the same vertex); edges run from a dep to its dependent. A dep on an id not seen
+    yet waits in a pending list until the end of the stream.
+    """
+
+    def __init__(self, options: ValidationOptions) -> None:
+        self.options = options
+        self.nodes = 0
+        self.problems: list[Problem] = []
+        self.vertex_of: dict[int, int] = {}
+        self.vertex_ids = array("Q")
+        self.first_position = array("q")
+        self.edge_parents = array("q")
+        self.edge_children = array("q")
+        self.pending: list[tuple[str, int, int, int]] = []  # (kind, position, node id, dep id)
+        self.names: dict[int, str] = {}  # by position, for nodes a later problem may name
+        self.vertex_names: dict[int, str] = {}
+
+    def add(self, node: Any) -> None:
+        position, node_id = self.nodes, node.id
+        self.nodes += 1
+        vertex = self.vertex_of.get(node_id)
+        noteworthy = vertex is not None
+        if vertex is None:
+            vertex = self.vertex_of[node_id] = len(self.vertex_ids)
+            self.vertex_ids.append(node_id)
+            self.first_position.append(position)
+        else:
+            message = (
+                f"{_label(node_id, node.name)}, node #{position + 1} of the stream, reuses the"
+                f" id of node #{self.first_position[vertex] + 1}"
+            )
+            self.problems.append(Problem("duplicate_id", node_id, message))
+        self.problems.extend(_node_problems(node, self.options))
+        for dep in node.data_deps:
+            parent = self.vertex_of.get(dep)
+            if parent is None:
+                self.pending.append(("dangling_data_dep", position, vertex, dep))
+                noteworthy = True
+            elif dep != node_id:
+                self.edge_parents.append(parent)
+                self.edge_children.append(vertex)
+        if self.options.check_ctrl_deps:
+            for dep in node.ctrl_deps:
+                if dep not in self.vertex_of:
+                    self.pending.append(("dangling_ctrl_dep", position, vertex, dep))
+                    noteworthy = True
+        if noteworthy:
+            self.names[position] = node.name
+            self.vertex_names.setdefault(vertex, node.name)
+
+    def finish(self) -> ValidationReport:
+        problems = self.problems
+        for kind, position, vertex, dep in self.pending:
+            parent = self.vertex_of.get(dep)
+            if parent is None:
+                node_id = self.vertex_ids[vertex]
+                which = "data dep" if kind == "dangling_data_dep" else "ctrl dep"
+                message = (
+                    f"{_label(node_id, self.names[position])} has {which} {dep}, which no node has"
+                )
+                problems.append(Problem(kind, node_id, message, (dep,)))
+            elif kind == "dangling_data_dep":
+                self.edge_parents.append(parent)
+                self.edge_children.append(vertex)
+        problems.extend(self._cycle_problems())
+        return ValidationReport(self.nodes, tuple(problems))
+
+    def _cycle_problems(self) -> list[Problem]:
+        count = len(self.vertex_ids)
+        starts, targets = _adjacency(count, self.edge_parents, self.edge_children)
+        leftover = _unsorted_vertices(count, starts, targets, self.edge_children)
+        if not leftover:
+            return []
+        problems = []
+        for component in _strong_components(leftover, starts, targets):
+            if len(component) > 1:
+                cycle = _cycle_in(component, starts, targets)
+                problems.append(self._cycle_problem(cycle, len(component)))
+        return problems
+
+    def _cycle_problem(self, cycle: list[int], region: int) -> Problem:
+        """A ``cycle`` problem, rotated to start at a vertex whose name is known."""
+        named = [i for i, vertex in enumerate(cycle) if vertex in self.vertex_names]
+        if named:
+            cycle = cycle[named[0] :] + cycle[: named[0]]
+        ids = tuple(self.vertex_ids[vertex] for vertex in cycle)
+        shown = " -> ".join(str(i) for i in ids[:_CYCLE_IDS_SHOWN])
+        more = f" -> ... ({len(ids)} ids in all)" if len(ids) > _CYCLE_IDS_SHOWN else ""
+        message = (
+            f"{_label(ids[0], self.vertex_names.get(cycle[0]))} is on a data-dep cycle"
+            f" {shown}{more} -> {ids[0]} (each lists the next among its data_deps), in a"
+            f" strongly connected region of {region} nodes"
+        )
+        return Problem("cycle", ids[0], message, ids)
+
+
+def _adjacency(count: int, parents: array, children: array) -> tuple[list[int], array]:
+    """Compressed adjacency: the children of vertex v are ``targets[starts[v]:starts[v+1]]``."""
+    starts = [0] * (count + 1)
+    for parent in parents:
+        starts[parent + 1] += 1
+    for vertex in range(count):
+        starts[vertex + 1] += starts[vertex]
+    fill = starts[:-1]
+    targets = array("q", bytes(8 * len(children)))
+    for parent, child in zip(parents, children):
+        targets[fill[parent]] = child
+        fill[parent] += 1
+    return starts, targets
+
+
+def _unsorted_vertices(count: int, starts: list[int], targets: array, children: array) -> list[int]:
+    """Kahn's topological sort; returns the vertices it cannot order (cycles and below)."""
+    waiting = [0] * count
+    for child in children:
+        waiting[child] += 1
+    ready = [vertex for vertex in range(count) if not waiting[vertex]]
+    for vertex in ready:  # ``ready`` grows while iterated: a FIFO queue
+        for index in range(starts[vertex], starts[vertex + 1]):
+            child = targets[index]
+            waiting[child] -= 1
+            if not waiting[child]:
+                ready.append(child)
+    if len(ready) == count:
+        return []
+    return [vertex for vertex in range(count) if waiting[vertex]]
+
+
+def _strong_components(vertices: list[int], starts: list[int], targets: array) -> list[list[int]]:
+    """Tarjan's strongly connected components of the subgraph on ``vertices``, iteratively."""
+    alive = set(vertices)
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    components = []
+    for root in vertices:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, starts[root])]
+        while work:
+            vertex, edge = work[-1]
+            end = starts[vertex + 1]
+            while edge < end:
+                child = targets[edge]
+                edge += 1
+                if child not in alive:
+                    continue
+                if child not in index:
+                    work[-1] = (vertex, edge)
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, starts[child]))
+                    break
+                if child in on_stack:
+                    low[vertex] = min(low[vertex], index[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[vertex])
+                if low[vertex] == index[vertex]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == vertex:
+                            break
+                    components.append(component)
+    return components
+
+
+def _cycle_in(component: list[int], starts: list[int], targets: array) -> list[int]:
+    """One cycle of a strongly connected component (of two or more vertices), as vertices
+    each listing the next as a dep: walk children inside the component until one repeats,
+    then reverse the walk. Each vertex is left at most once, so O(component edges)."""
+    members = set(component)
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    vertex = component[0]
+    while vertex not in seen:
+        seen[vertex] = len(path)
+        path.append(vertex)
+        for edge in range(starts[vertex], starts[vertex + 1]):
+            if targets[edge] in members:
+                vertex = targets[edge]
+                break
+    return path[seen[vertex] :][::-1]
+
+
+def validate_nodes(
+    nodes: Iterable[Any], options: ValidationOptions = DEFAULT_OPTIONS
+) -> ValidationReport:
+    """Validate ``Node`` messages (consumed once, in order); see the module docstring."""
+    builder = _GraphBuilder(options)
+    for node in nodes:
+        builder.add(node)
+    return builder.finish()
+
+
+def validate_et(path: PathLike, options: ValidationOptions = DEFAULT_OPTIONS) -> ValidationReport:
+    """Validate the nodes of a ``.et`` file (plain or gzip), streaming it with
+    :class:`EtReader`. A malformed file raises :class:`~chakra.errors.EtFormatError`."""
+    with EtReader(path) as reader:
+        return validate_nodes(reader, options)
