@@ -34,6 +34,7 @@ class Classified(msgspec.Struct, frozen=True, gc=False):
     comm_size: Optional[int] = None
     pg_name: Optional[str] = None
     pg_ranks: Optional[tuple[int, ...]] = None
+    process_groups: Optional[str] = None  # METADATA node: the group table as JSON text
 
 
 def _is_comm_kernel(node: EtPlusNode) -> bool:
@@ -86,7 +87,8 @@ class Classifier:
 
     def classify(self, node: EtPlusNode) -> Classified:
         if PROCESS_GROUP_INIT in node.name:
-            return Classified(NodeType.METADATA_NODE, True)
+            table = json.dumps(process_groups(node), sort_keys=True)
+            return Classified(NodeType.METADATA_NODE, True, process_groups=table)
         if node.is_gpu:
             if _is_comm_kernel(node):
                 return self._comm(node, is_cpu_op=False)
@@ -142,7 +144,8 @@ class Classifier:
 
     def _size(self, node: EtPlusNode, comms: Optional[EtPlusNode]) -> int:
         """Bytes of the input message: element count x dtype size from the host metadata,
-        else from Kineto's, else the bytes of the op's tensor inputs (nested lists too)."""
+        else from Kineto's, else the bytes of the tensor inputs (nested lists too) of the
+        ``record_param_comms`` op, else of the node itself."""
         sources = []
         if comms is not None:
             sources.append((comms.attr("in_msg_nelems"), comms.attr("dtype")))
@@ -152,7 +155,7 @@ class Classifier:
             width = dtype_bytes(dtype)
             if isinstance(nelems, int) and width:
                 return nelems * width
-        for raw in (node.inputs, comms.inputs if comms else NULL_JSON):
+        for raw in (comms.inputs if comms else NULL_JSON, node.inputs):
             size = _tensor_bytes(raw)
             if size:
                 return size

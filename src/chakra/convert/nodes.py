@@ -47,8 +47,7 @@ def build_node(node: EtPlusNode, kind: Classified, data_deps: list[int], parent:
         if isinstance(value, int):
             set_attr(out, name, value)
     set_attr(out, "op_schema", str(node.attr("op_schema", "") or ""))
-    if kind.node_type is not NodeType.METADATA_NODE:
-        set_attr(out, "is_cpu_op", kind.is_cpu_op)
+    set_attr(out, "is_cpu_op", kind.is_cpu_op)
     if node.is_gpu:
         if node.stream is not None:
             set_attr(out, "stream", node.stream)
@@ -59,6 +58,8 @@ def build_node(node: EtPlusNode, kind: Classified, data_deps: list[int], parent:
 
 
 def _comm_attrs(out: Any, kind: Classified) -> None:
+    if kind.process_groups is not None:
+        set_attr(out, "process_groups", kind.process_groups)
     if kind.comm_type is not None:
         set_attr(out, "comm_type", int(kind.comm_type))
     if kind.node_type in (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE,

@@ -337,15 +337,19 @@ def _strong_components(vertices: list[int], starts: list[int], targets: array) -
                     parent = work[-1][0]
                     low[parent] = min(low[parent], low[vertex])
                 if low[vertex] == index[vertex]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == vertex:
-                            break
-                    components.append(component)
+                    components.append(_pop_component(stack, on_stack, vertex))
     return components
+
+
+def _pop_component(stack: list[int], on_stack: set[int], root: int) -> list[int]:
+    """Pop Tarjan's stack down to ``root``: the vertices of ``root``'s component."""
+    component = []
+    while True:
+        member = stack.pop()
+        on_stack.discard(member)
+        component.append(member)
+        if member == root:
+            return component
 
 
 def _cycle_in(component: list[int], starts: list[int], targets: array) -> list[int]:
