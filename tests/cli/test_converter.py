@@ -1,0 +1,105 @@
+"""``chakra_converter`` end to end: both reference interfaces, help, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chakra.et import read_et
+from chakra.link.batch import link_files
+from chakra.link.model import LinkOptions
+from chakra.synth import SynthOptions, generate_job
+
+
+def converter(*args: str) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).parent / "chakra_converter"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def et_plus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("conv")
+    summary = generate_job(SynthOptions(seed=2, ranks=1, ops_per_step=70), folder)
+    out = folder / "rank0.et_plus.json"
+    link_files(summary.ranks[0].host_et, summary.ranks[0].kineto, out, LinkOptions())
+    return out
+
+
+def test_both_interfaces_write_the_same_file(et_plus: Path, tmp_path: Path) -> None:
+    head, old = tmp_path / "head.et", tmp_path / "old.et"
+    log = tmp_path / "conv.log"
+    result = converter("--log-filename", str(log), "PyTorch", "--input", str(et_plus),
+                       "--output", str(head))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    result = converter("--input_type", "PyTorch", "--input_filename", str(et_plus),
+                       "--output_filename", str(old))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert head.read_bytes() == old.read_bytes()
+    metadata, nodes = read_et(head)
+    assert {a.name for a in metadata.attr} >= {"schema", "pid", "time", "start_ts", "finish_ts",
+                                               "producer", "producer_version"}  # fmt: skip
+    assert nodes and "wrote" in log.read_text()
+
+
+def test_validate_flag(et_plus: Path, tmp_path: Path) -> None:
+    result = converter("PyTorch", "--input", str(et_plus), "--output", str(tmp_path / "v.et"),
+                       "--validate")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+
+
+def test_no_arguments_prints_help_and_exits_0() -> None:
+    result = converter()
+    assert result.returncode == 0 and "PyTorch" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [(["Text", "--input", "w.txt", "--output", "o", "--num-npus", "2", "--num-passes", "1"],
+      "Text conversion is not available yet"),
+     (["--input_type", "Text", "--input_filename", "w", "--output_filename", "o"],
+      "Text conversion is not available yet"),
+     (["--input_type", "PyTorch"], "missing --input/--output"),
+     (["--input_type", "Caffe", "--input_filename", "a", "--output_filename", "b"],
+      "choose a conversion: PyTorch or Text")],
+)  # fmt: skip
+def test_usage_errors_are_one_line(args: list, expected: str) -> None:
+    result = converter(*args)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"chakra_converter: error: {expected}" + result.stderr.splitlines()[0].split(expected, 1)[1]
+    ]
+
+
+def test_simulate_is_not_available_yet(et_plus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.et"
+    result = converter("PyTorch", "--input", str(et_plus), "--output", str(out), "--simulate")
+    assert result.returncode == 1 and "--simulate is not available yet" in result.stderr
+    assert not out.exists()
+
+
+BAD = {
+    "kineto.json": ({"traceEvents": []}, "missing required field `nodes`"),
+    "empty_nodes.json": ({"schema": "1.0.1", "nodes": []}, "holds no nodes"),
+    "repeat.json": ({"schema": "s", "nodes": [{"id": 1, "name": "a", "ts": 1},
+                                              {"id": 1, "name": "b", "ts": 2}]},
+                    "1 node ids repeat"),
+    "bad_type.json": ({"schema": "s", "nodes": [{"id": "x", "name": "a"}]},
+                      "Expected `int`, got `str` (at nodes[0].id)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_input_one_line_no_output(tmp_path: Path, name: str) -> None:
+    document, expected = BAD[name]
+    source, out = tmp_path / name, tmp_path / "out.et"
+    source.write_text(json.dumps(document))
+    result = converter("PyTorch", "--input", str(source), "--output", str(out))
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert str(source) in lines[0] and expected in lines[0]
+    assert not out.exists()
