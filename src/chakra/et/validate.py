@@ -3,11 +3,13 @@
 The rules are those a consumer relies on: ASTRA-sim's C++ feeder reads each recognised
 attribute from one fixed oneof member (reference §2.5), so a value stored under another
 integer kind reads back as 0; it resolves ``data_deps`` by id and waits forever on a cycle.
-:func:`validate_nodes` returns every problem found as a :class:`ValidationReport`; it raises
-nothing for a bad graph. It streams its input once, keeping per node only integers (its id
-and data deps) plus the names of the few nodes a later problem may have to name (those with
-a dep on an id not seen yet, and duplicates). Time is O(nodes + deps + attributes); no step
-recurses, so million-node chains and cycles are fine.
+A self dep is reported as ``self_dep`` only, not also as a cycle; a cycle is reported once
+per strongly connected region of the data-dep graph (ids are its vertices, so a duplicate
+id merges the deps of its nodes). :func:`validate_nodes` returns every problem found as a
+:class:`ValidationReport` and raises nothing for a bad graph. It streams its input once,
+keeping per node only integers (id, data deps) plus the names of the few nodes a later
+problem may name (those with a dep on an id not seen yet, and duplicates). Time is
+O(nodes + deps + attributes); no step recurses, so million-node chains and cycles are fine.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from chakra.et.attributes import ATTRIBUTE_KINDS
 from chakra.et.reader import EtReader
 from chakra.et.schema import CollectiveCommType, NodeType
 
-#: Every ``Problem.kind``, in the order the checks are described in the module docstring.
+#: Every ``Problem.kind``.
 PROBLEM_KINDS = (
     "duplicate_id",
     "dangling_data_dep",
