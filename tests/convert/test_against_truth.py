@@ -10,6 +10,7 @@ import pytest
 
 from chakra.convert import ConvertOptions, convert_et_plus, load_et_plus
 from chakra.et import NodeType, get_bool_attr, get_int_attr, get_str_attr
+from chakra.et.validate import ValidationOptions, validate_nodes
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link import LinkOptions, link_traces
 from chakra.link.et_plus import write_et_plus
@@ -82,6 +83,8 @@ def test_graph_holds_every_true_dependency_and_no_other(tmp_path: Path, vintages
             else:
                 assert get_int_attr(node, "comm_type") == COMM_TYPES[expected["kind"]]
         assert graph.report.cycles_broken == [] and graph.report.dropped_edges == {}
+        report = validate_nodes(graph.nodes, ValidationOptions(require_streams=True))
+        assert report.ok, report.problems[:3]
 
 
 def test_gpu_nodes_carry_their_stream_and_cpu_nodes_none(tmp_path: Path) -> None:

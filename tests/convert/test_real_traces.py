@@ -11,6 +11,7 @@ from chakra.convert import ConvertOptions, convert_et_plus, convert_file, load_e
 from chakra.convert.cycles import leftover_after_kahn
 from chakra.errors import ChakraError
 from chakra.et import NodeType, get_bool_attr, get_int_attr, get_str_attr
+from chakra.et.validate import ValidationOptions, validate_nodes
 from chakra.link.batch import link_files
 from chakra.link.model import LinkOptions
 from tests.conftest import REPO_ROOT
@@ -28,6 +29,8 @@ def assert_sound(graph) -> None:
         assert get_bool_attr(node, "is_cpu_op") is not None
     deps = {n.id: set(n.data_deps) for n in graph.nodes}
     assert leftover_after_kahn(deps, ids) == set()
+    report = validate_nodes(graph.nodes, ValidationOptions(require_streams=True))
+    assert report.ok, report.problems[:3]
     assert graph.report.cycles_broken == [] and graph.report.dropped_edges == {}
 
 
