@@ -8,7 +8,7 @@ import msgspec
 
 from chakra.convert.classify import Classified
 from chakra.convert.et_plus_input import EtPlusNode
-from chakra.et.attributes import set_attr
+from chakra.et.attributes import add_attr
 from chakra.et.schema import IOInfo, Node, NodeType
 from chakra.ingest.host_json import ARGS_DECODER
 
@@ -42,33 +42,35 @@ def build_node(node: EtPlusNode, kind: Classified, data_deps: list[int], parent:
         io = _io(getattr(node, field))
         if io is not None:
             getattr(out, field).CopyFrom(io)
-    for name in INT_ATTRS:
-        value = node.attr(name)
-        if isinstance(value, int):
-            set_attr(out, name, value)
-    set_attr(out, "op_schema", str(node.attr("op_schema", "") or ""))
-    set_attr(out, "is_cpu_op", kind.is_cpu_op)
+    values = {a.name: a.value for a in node.attrs}
+    attrs = out.attr
+    for name in INT_ATTRS:  # built directly: the hot path of large conversions
+        value = values.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            attrs.add(name=name, int64_val=value)
+    attrs.add(name="op_schema", string_val=str(values.get("op_schema") or ""))
+    attrs.add(name="is_cpu_op", bool_val=kind.is_cpu_op)
     if node.is_gpu:
         if node.stream is not None:
-            set_attr(out, "stream", node.stream)
+            attrs.add(name="stream", int64_val=node.stream)
         if node.device is not None:
-            set_attr(out, "device", node.device)
+            attrs.add(name="device", int64_val=node.device)
     _comm_attrs(out, kind)
     return out
 
 
 def _comm_attrs(out: Any, kind: Classified) -> None:
     if kind.process_groups is not None:
-        set_attr(out, "process_groups", kind.process_groups)
+        add_attr(out, "process_groups", kind.process_groups)
     if kind.comm_type is not None:
-        set_attr(out, "comm_type", int(kind.comm_type))
+        add_attr(out, "comm_type", int(kind.comm_type))
     if kind.node_type in (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE,
                           NodeType.COMM_RECV_NODE):  # fmt: skip
-        set_attr(out, "comm_size", kind.comm_size or 0)
+        add_attr(out, "comm_size", kind.comm_size or 0)
     if kind.pg_name:
-        set_attr(out, "pg_name", kind.pg_name)
+        add_attr(out, "pg_name", kind.pg_name)
     if kind.pg_ranks:
-        set_attr(out, "pg_ranks", list(kind.pg_ranks), "int64_list")
+        add_attr(out, "pg_ranks", list(kind.pg_ranks), "int64_list")
 
 
 def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: list[int]) -> Any:
@@ -79,7 +81,7 @@ def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: l
         out.ctrl_deps.append(before.ctrl_deps)
     tid = before.attr("tid")
     if isinstance(tid, int):
-        set_attr(out, "tid", tid)
-    set_attr(out, "is_cpu_op", True)
-    set_attr(out, "idle_before", before.id)
+        add_attr(out, "tid", tid)
+    add_attr(out, "is_cpu_op", True)
+    add_attr(out, "idle_before", before.id)
     return out

@@ -2,6 +2,7 @@
 
 from chakra.et.attributes import (
     ATTRIBUTE_KINDS,
+    add_attr,
     attr_kind,
     attr_value,
     find_attr,
@@ -35,6 +36,7 @@ __all__ = [
     "Node",
     "NodeType",
     "Tensor",
+    "add_attr",
     "attr_kind",
     "attr_value",
     "find_attr",
