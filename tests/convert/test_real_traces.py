@@ -10,7 +10,7 @@ import pytest
 from chakra.convert import ConvertOptions, convert_et_plus, convert_file, load_et_plus
 from chakra.convert.cycles import leftover_after_kahn
 from chakra.errors import ChakraError
-from chakra.et import NodeType, get_bool_attr, get_int_attr, get_str_attr
+from chakra.et import NodeType, get_bool_attr, get_int_attr, get_str_attr, read_et
 from chakra.et.validate import ValidationOptions, validate_nodes
 from chakra.link.batch import link_files
 from chakra.link.model import LinkOptions
@@ -67,8 +67,12 @@ def test_linked_real_traces_convert(shared_traces: Path, tmp_path: Path, host, d
     et_plus = tmp_path / "et_plus.json"
     link_files(shared_traces / host, shared_traces / device, et_plus, LinkOptions())
     first, second = tmp_path / "a.et", tmp_path / "b.et.gz"
-    graph = convert_file(et_plus, first)
+    report = convert_file(et_plus, first)
     convert_file(et_plus, second)
+    graph = convert_et_plus(load_et_plus(et_plus), ConvertOptions())
+    assert report == graph.report
+    assert [n.SerializeToString() for n in graph.nodes] == [
+        n.SerializeToString() for n in read_et(first)[1]]  # fmt: skip
     assert_sound(graph)
     gpu = [n for n in graph.nodes if get_bool_attr(n, "is_cpu_op") is False]
     assert gpu and all(get_int_attr(n, "stream") == 7 for n in gpu)

@@ -81,16 +81,18 @@ def _convert(args: argparse.Namespace) -> None:
         raise ChakraError("missing --input/--output (or --input_filename/--output_filename)")
     if args.simulate:
         raise ChakraError(f"--simulate {NOT_YET} (it arrives with the simulator)")
-    graph = convert_file(source, target, ConvertOptions(gaps=not args.no_gaps))
+    report = convert_file(source, target, ConvertOptions(gaps=not args.no_gaps))
     if args.validate:
         from chakra.et.validate import validate_et
 
-        report = validate_et(target)
-        if not report.ok:
-            first = report.problems[0].message
-            raise ChakraError(f"{target}: {len(report.problems)} validation problems ({first})")
-    types = ", ".join(f"{n} {name}" for name, n in graph.report.nodes_by_type.items())
-    logger.info("wrote %d nodes (%s) to %s", len(graph.nodes), types, target)
+        validation = validate_et(target)
+        if not validation.ok:
+            first = validation.problems[0].message
+            count = len(validation.problems)
+            raise ChakraError(f"{target}: {count} validation problems ({first})")
+    types = ", ".join(f"{n} {name}" for name, n in report.nodes_by_type.items())
+    total = sum(report.nodes_by_type.values())
+    logger.info("wrote %d nodes (%s) to %s", total, types, target)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

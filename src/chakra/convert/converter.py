@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any, Optional
 
 import msgspec
 
 import chakra
-from chakra.convert.classify import Classifier
+from chakra.convert.classify import Classified, Classifier
 from chakra.convert.cycles import break_cycles
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, load_et_plus
-from chakra.convert.graph import Graph, evidence, thread_chains
+from chakra.convert.graph import Graph, IdleNode, evidence, thread_chains
 from chakra.convert.nodes import build_node, idle_node
 from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
@@ -74,33 +75,35 @@ def _index(trace: EtPlusTrace) -> dict[int, EtPlusNode]:
 
 
 def convert_et_plus(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
-    """Convert a loaded ET+ into a Chakra ET graph (see docs/design.md, "Converting")."""
+    """Convert a loaded ET+ into a Chakra ET graph held in memory (see docs/design.md,
+    "Converting"). :func:`convert_file` streams the nodes to disk instead."""
     with gc_paused():
-        return _convert(trace, options)
+        plan = _plan(trace, options)
+        return EtGraph(_metadata(trace), tuple(_nodes(trace, plan)), plan.report)
 
 
-def _convert(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
+class _Plan(msgspec.Struct):
+    """Everything but the protobuf nodes: the graph, idle nodes and node kinds."""
+
+    by_id: dict[int, EtPlusNode]
+    deps: dict[int, set[int]]
+    idle: list[IdleNode]
+    kinds: dict[int, Classified]
+    report: ConvertReport
+
+
+def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     by_id = _index(trace)
     graph = Graph(by_id)
-    next_id = max(by_id) + 1
-    idle = thread_chains(trace, by_id, graph, options.gaps, next_id)
+    idle = thread_chains(trace, by_id, graph, options.gaps, max(by_id) + 1)
     evidence(trace, graph)
     start_us = {n.id: n.ts for n in trace.nodes if n.ts is not None}
     start_us.update({gap.node_id: by_id[gap.before].ts or 0 for gap in idle})
     broken = break_cycles(graph.deps, graph.ids, start_us)
     classifier = Classifier(by_id)
-    nodes = []
-    types: Counter[str] = Counter()
-    for node in trace.nodes:
-        kind = classifier.classify(node)
-        parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node.id else None
-        nodes.append(build_node(node, kind, sorted(graph.deps.get(node.id, ())), parent))
-        types[kind.node_type.name] += 1
-    for gap in idle:
-        nodes.append(idle_node(gap.node_id, by_id[gap.before], gap.duration_us,
-                               sorted(graph.deps.get(gap.node_id, ()))))  # fmt: skip
-        types[NodeType.COMP_NODE.name] += 1
-    nodes.sort(key=lambda n: n.id)
+    kinds = {node.id: classifier.classify(node) for node in trace.nodes}
+    types = Counter(kind.node_type.name for kind in kinds.values())
+    types[NodeType.COMP_NODE.name] += len(idle)
     warnings = [f"{count} x {what}" for what, count in sorted(classifier.guesses.items())]
     if graph.dropped:
         warnings.append("dependencies to unknown nodes dropped: " + ", ".join(
@@ -117,13 +120,28 @@ def _convert(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
         cycles_broken=cycles,
         warnings=warnings,
     )
-    return EtGraph(metadata=_metadata(trace), nodes=tuple(nodes), report=report)
+    return _Plan(by_id, graph.deps, idle, kinds, report)
+
+
+def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[Any]:
+    """The protobuf nodes in id order, built one at a time (idle nodes have the top ids)."""
+    by_id, deps = plan.by_id, plan.deps
+    for node_id in sorted(by_id):
+        node = by_id[node_id]
+        parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node_id else None
+        yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent)
+    for gap in plan.idle:
+        yield idle_node(gap.node_id, by_id[gap.before], gap.duration_us,
+                        sorted(deps.get(gap.node_id, ())))  # fmt: skip
 
 
 def convert_file(
     input_path: PathLike, output_path: PathLike, options: Optional[ConvertOptions] = None
-) -> EtGraph:
-    """Load ET+, convert, and write the ``.et`` (atomically; ``.gz`` compresses)."""
-    graph = convert_et_plus(load_et_plus(input_path), options or ConvertOptions())
-    write_et(output_path, graph.metadata, graph.nodes)
-    return graph
+) -> ConvertReport:
+    """Load ET+, convert, and stream the ``.et`` to disk (atomically; ``.gz`` compresses):
+    only one protobuf node is in memory at a time."""
+    trace = load_et_plus(input_path)
+    with gc_paused():
+        plan = _plan(trace, options or ConvertOptions())
+        write_et(output_path, _metadata(trace), _nodes(trace, plan))
+    return plan.report
