@@ -162,13 +162,8 @@ def set_attr(message: Any, name: str, value: AttrValue, kind: Optional[str] = No
     existing = find_attr(message, name)
     if existing is not None:
         existing.CopyFrom(make_attr(name, value, kind))
-        return
-    added = message.attr.add(name=name)
-    try:
-        _assign(added, name, value, kind)
-    except AttributeKindError:
-        del message.attr[-1]
-        raise
+    else:
+        add_attr(message, name, value, kind)
 
 
 def add_attr(message: Any, name: str, value: AttrValue, kind: Optional[str] = None) -> None:
