@@ -36,6 +36,8 @@ def build_node(node: EtPlusNode, kind: Classified, data_deps: list[int], parent:
         duration = node.inclusive_dur
     out = Node(id=node.id, name=node.name, type=kind.node_type, data_deps=data_deps,
                duration_micros=_micros(duration))  # fmt: skip
+    if node.ts is not None:  # the measured start, for measured-vs-simulated comparisons
+        out.start_time_micros = _micros(node.ts)
     if parent is not None:
         out.ctrl_deps.append(parent)
     for field in ("inputs", "outputs"):
@@ -77,6 +79,8 @@ def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: l
     """The measured idle time before a top-level CPU op, as a CPU node on its thread."""
     out = Node(id=node_id, name="[idle]", type=NodeType.COMP_NODE, data_deps=data_deps,
                duration_micros=_micros(duration_us))  # fmt: skip
+    if before.ts is not None:
+        out.start_time_micros = _micros(before.ts - duration_us)
     if before.ctrl_deps is not None:
         out.ctrl_deps.append(before.ctrl_deps)
     tid = before.attr("tid")

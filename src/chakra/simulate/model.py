@@ -1,0 +1,119 @@
+"""The simulator's view of a Chakra ET graph: flat arrays indexed by node position.
+
+Built once from protobuf nodes (streamed from a file), then read by the engine only. Each
+node has a duration, its predecessors and successors (compressed rows), a resource (a host
+thread, a (device, stream), or none), and, for communication nodes, what it must meet on
+other ranks.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+from typing import Any, Optional
+
+import msgspec
+
+from chakra.errors import ChakraError
+from chakra.et.attributes import get_bool_attr, get_int_attr, get_str_attr
+from chakra.et.schema import NodeType
+
+COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+NO_RESOURCE = -1
+
+
+class SimulationError(ChakraError):
+    """The graph cannot be simulated as given (unknown dependency, cycle, deadlock...)."""
+
+
+class CommKey(msgspec.Struct, frozen=True):
+    """What a communication node must meet on the other ranks: its group and its
+    position among the group's communications on this rank."""
+
+    pg_name: str
+    index: int
+
+
+class SimGraph(msgspec.Struct):
+    """Arrays of one rank's graph. ``resource[i]`` indexes ``resources`` (or -1: runs
+    without waiting for any resource). ``pred_start[i]:pred_start[i+1]`` slices ``preds``."""
+
+    rank: int
+    ids: array
+    names: list[str]
+    duration_us: array
+    resource: array
+    resources: list[tuple]
+    preds: array
+    pred_start: array
+    succs: array
+    succ_start: array
+    measured_start_us: array  # -1 when unknown
+    comm: dict[int, CommKey]  # node index -> key, for communication nodes
+
+
+def _resource_key(node: Any) -> Optional[tuple]:
+    if get_bool_attr(node, "is_cpu_op", True):
+        tid = get_int_attr(node, "tid")
+        return ("thread", tid) if tid is not None else None
+    stream = get_int_attr(node, "stream")
+    return ("stream", get_int_attr(node, "device", 0), stream if stream is not None else 0)
+
+
+def _csr(rows: list[list[int]]) -> tuple[array, array]:
+    start = array("q", [0])
+    flat = array("q")
+    for row in rows:
+        flat.extend(row)
+        start.append(len(flat))
+    return flat, start
+
+
+def build_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
+    """Index ``nodes`` (any order). Raises SimulationError for a repeated id or a
+    dependency on an id that no node has."""
+    ids, names, durations, measured = array("q"), [], array("d"), array("d")
+    resource, resources, index_of = array("q"), [], {}
+    resource_index: dict[tuple, int] = {}
+    raw_deps: list[Any] = []
+    comm: dict[int, CommKey] = {}
+    group_count: dict[str, int] = {}
+    for position, node in enumerate(nodes):
+        if node.id in index_of:
+            raise SimulationError(f"rank {rank}: node id {node.id} appears twice")
+        index_of[node.id] = position
+        ids.append(node.id)
+        names.append(node.name)
+        durations.append(float(node.duration_micros))
+        measured.append(float(node.start_time_micros) if node.start_time_micros else -1.0)
+        key = _resource_key(node)
+        if key is None:
+            resource.append(NO_RESOURCE)
+        else:
+            resource.append(resource_index.setdefault(key, len(resource_index)))
+        raw_deps.append(list(node.data_deps))
+        if node.type in COMM_TYPES:
+            pg = get_str_attr(node, "pg_name") or ""
+            comm[position] = CommKey(pg, group_count.get(pg, 0))
+            group_count[pg] = group_count.get(pg, 0) + 1
+    resources = [None] * len(resource_index)
+    for key, index in resource_index.items():
+        resources[index] = key
+    pred_rows: list[list[int]] = []
+    succ_rows: list[list[int]] = [[] for _ in ids]
+    for position, deps in enumerate(raw_deps):
+        row = []
+        for dep in deps:
+            source = index_of.get(dep)
+            if source is None:
+                raise SimulationError(
+                    f"rank {rank}: node {ids[position]} ({names[position]}) depends on "
+                    f"unknown node {dep}"
+                )
+            row.append(source)
+            succ_rows[source].append(position)
+        pred_rows.append(row)
+    preds, pred_start = _csr(pred_rows)
+    succs, succ_start = _csr(succ_rows)
+    return SimGraph(rank, ids, names, durations, resource, resources, preds, pred_start,
+                    succs, succ_start, measured, comm)  # fmt: skip
