@@ -90,6 +90,7 @@ class _Plan(msgspec.Struct):
     idle: list[IdleNode]
     kinds: dict[int, Classified]
     report: ConvertReport
+    idle_inside: dict[int, float]  # op id -> idle time of its children's gaps (see below)
 
 
 def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
@@ -120,7 +121,14 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         cycles_broken=cycles,
         warnings=warnings,
     )
-    return _Plan(by_id, graph.deps, idle, kinds, report)
+    # A gap between two top-level ops that sit under a ProfilerStep is part of the step's
+    # exclusive time too: the idle node replays it, so the step's own node must not.
+    idle_inside: dict[int, float] = {}
+    for gap in idle:
+        parent = by_id[gap.before].ctrl_deps
+        if parent in by_id and by_id[parent].exclusive_dur is not None:
+            idle_inside[parent] = idle_inside.get(parent, 0.0) + gap.duration_us
+    return _Plan(by_id, graph.deps, idle, kinds, report, idle_inside)
 
 
 def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[Any]:
@@ -129,7 +137,8 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[Any]:
     for node_id in sorted(by_id):
         node = by_id[node_id]
         parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node_id else None
-        yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent)
+        yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent,
+                         plan.idle_inside.get(node_id, 0.0))  # fmt: skip
     for gap in plan.idle:
         yield idle_node(gap.node_id, by_id[gap.before], gap.duration_us,
                         sorted(deps.get(gap.node_id, ())))  # fmt: skip

@@ -29,11 +29,16 @@ def _micros(value: Any) -> int:
     return max(round(value), 0) if isinstance(value, (int, float)) else 0
 
 
-def build_node(node: EtPlusNode, kind: Classified, data_deps: list[int], parent: Any) -> Any:
-    """One Chakra node. Duration: a GPU op's measured duration, a CPU op's exclusive time."""
+def build_node(
+    node: EtPlusNode, kind: Classified, data_deps: list[int], parent: Any, idle_us: float = 0.0
+) -> Any:
+    """One Chakra node. Duration: a GPU op's measured duration, a CPU op's exclusive time
+    less ``idle_us``, the gaps between its children that idle nodes replay."""
     duration = node.dur if node.is_gpu else node.exclusive_dur
     if node.is_gpu and duration is None:
         duration = node.inclusive_dur
+    if duration is not None and idle_us:
+        duration = max(duration - idle_us, 0)
     out = Node(id=node.id, name=node.name, type=kind.node_type, data_deps=data_deps,
                duration_micros=_micros(duration))  # fmt: skip
     if node.ts is not None:  # the measured start, for measured-vs-simulated comparisons

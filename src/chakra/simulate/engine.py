@@ -1,8 +1,13 @@
 """The event-driven simulation engine: a heap of completions, resources that run one node
-at a time, and collectives that start when every rank of their group is ready.
+at a time in a fixed order, and collectives that start when every rank of their group is
+ready.
 
-Cost grows with the number of nodes and edges (a few heap operations per node), never with
-simulated time. Deterministic: ties are broken by insertion order.
+Each resource runs its nodes in one fixed order, as a CUDA stream runs work in issue order
+and a thread runs ops in program order: by measured start when known, else by id. A node
+starts when it is its resource's next, the resource is free, and its dependencies are done.
+With a fixed order, start times only grow when edges are added or durations lengthened.
+Cost grows with the number of nodes and edges (a heap operation per node), never with
+simulated time. Deterministic.
 """
 
 from __future__ import annotations
@@ -39,7 +44,9 @@ class Engine:
         self._events: list[tuple[float, int, int, int]] = []
         self._seq = 0
         self._waiting = [array("q", self._pred_counts(g)) for g in self.graphs]
-        self._queues = [[[] for _ in g.resources] for g in self.graphs]
+        self._order = [self._resource_order(g) for g in self.graphs]
+        self._next = [[0] * len(g.resources) for g in self.graphs]
+        self._ready_at = [array("d", [-1.0]) * len(g.ids) for g in self.graphs]
         self._busy = [bytearray(len(g.resources)) for g in self.graphs]
         members: dict[CommKey, set[int]] = defaultdict(set)
         for graph in self.graphs:
@@ -47,6 +54,35 @@ class Engine:
                 members[key].add(graph.rank)
         self._meetings = {key: _Meeting(frozenset(ranks)) for key, ranks in members.items()}
         self._rank_index = {graph.rank: i for i, graph in enumerate(self.graphs)}
+
+    @staticmethod
+    def _resource_order(graph: SimGraph) -> list[list[int]]:
+        """Per resource, its nodes in a dependency-respecting order closest to the measured
+        one: a topological sort that always takes the ready node with the earliest
+        (measured, else inherited from its predecessors) start, then the smallest id."""
+        count = len(graph.ids)
+        starts = graph.pred_start
+        waiting = [starts[i + 1] - starts[i] for i in range(count)]
+        inherited = [0.0] * count
+        measured, ids, succs, succ_start = (
+            graph.measured_start_us, graph.ids, graph.succs, graph.succ_start)  # fmt: skip
+        heap = [(max(measured[i], 0.0), ids[i], i) for i in range(count) if waiting[i] == 0]
+        heapq.heapify(heap)
+        order: list[list[int]] = [[] for _ in graph.resources]
+        while heap:
+            key, _, node = heapq.heappop(heap)
+            resource = graph.resource[node]
+            if resource != NO_RESOURCE:
+                order[resource].append(node)
+            for k in range(succ_start[node], succ_start[node + 1]):
+                successor = succs[k]
+                inherited[successor] = max(inherited[successor], key)
+                waiting[successor] -= 1
+                if waiting[successor] == 0:
+                    start = measured[successor]
+                    own = start if start >= 0 else inherited[successor]
+                    heapq.heappush(heap, (own, ids[successor], successor))
+        return order
 
     @staticmethod
     def _pred_counts(graph: SimGraph) -> list[int]:
@@ -73,19 +109,21 @@ class Engine:
         if resource == NO_RESOURCE:
             self._begin(r, node, time)
             return
-        self._seq += 1
-        heapq.heappush(self._queues[r][resource], (time, self._seq, node))
+        self._ready_at[r][node] = time
         if not self._busy[r][resource]:
             self._dispatch(r, resource, time)
 
     def _dispatch(self, r: int, resource: int, now: float) -> None:
-        queue = self._queues[r][resource]
-        if not queue:
+        """Start the resource's next node if it is ready; else leave the resource idle."""
+        position = self._next[r][resource]
+        order = self._order[r][resource]
+        if position >= len(order) or self._ready_at[r][order[position]] < 0:
             self._busy[r][resource] = 0
             return
-        ready_at, _, node = heapq.heappop(queue)
+        node = order[position]
+        self._next[r][resource] = position + 1
         self._busy[r][resource] = 1
-        arrival = max(ready_at, now)
+        arrival = max(self._ready_at[r][node], now)
         key = self.graphs[r].comm.get(node)
         if key is None:
             self._begin(r, node, arrival)

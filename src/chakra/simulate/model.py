@@ -52,10 +52,12 @@ class SimGraph(msgspec.Struct):
     comm: dict[int, CommKey]  # node index -> key, for communication nodes
 
 
-def _resource_key(node: Any) -> Optional[tuple]:
+def _resource_key(node: Any, serialize_gpu: bool) -> Optional[tuple]:
     if get_bool_attr(node, "is_cpu_op", True):
         tid = get_int_attr(node, "tid")
         return ("thread", tid) if tid is not None else None
+    if serialize_gpu:  # the reference before stream ids: one GPU slot for all streams
+        return ("stream", get_int_attr(node, "device", 0), "all")
     stream = get_int_attr(node, "stream")
     return ("stream", get_int_attr(node, "device", 0), stream if stream is not None else 0)
 
@@ -69,9 +71,11 @@ def _csr(rows: list[list[int]]) -> tuple[array, array]:
     return flat, start
 
 
-def build_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
+def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False) -> SimGraph:
     """Index ``nodes`` (any order). Raises SimulationError for a repeated id or a
-    dependency on an id that no node has."""
+    dependency on an id that no node has. Resources: a host node runs on its thread
+    (``tid``), a GPU node on its (device, stream), or, with ``serialize_gpu``, all GPU
+    nodes of a device on one slot; a node with neither waits for no resource."""
     ids, names, durations, measured = array("q"), [], array("d"), array("d")
     resource, resources, index_of = array("q"), [], {}
     resource_index: dict[tuple, int] = {}
@@ -86,7 +90,7 @@ def build_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
         names.append(node.name)
         durations.append(float(node.duration_micros))
         measured.append(float(node.start_time_micros) if node.start_time_micros else -1.0)
-        key = _resource_key(node)
+        key = _resource_key(node, serialize_gpu)
         if key is None:
             resource.append(NO_RESOURCE)
         else:
