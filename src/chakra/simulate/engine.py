@@ -48,11 +48,17 @@ class Engine:
         self._next = [[0] * len(g.resources) for g in self.graphs]
         self._ready_at = [array("d", [-1.0]) * len(g.ids) for g in self.graphs]
         self._busy = [bytearray(len(g.resources)) for g in self.graphs]
-        members: dict[CommKey, set[int]] = defaultdict(set)
+        # a group's members: every rank with a communication in it (so a rank that skips
+        # one of the group's communications is a deadlock, reported, not a silent pass)
+        groups: dict[str, set[int]] = defaultdict(set)
         for graph in self.graphs:
             for key in graph.comm.values():
-                members[key].add(graph.rank)
-        self._meetings = {key: _Meeting(frozenset(ranks)) for key, ranks in members.items()}
+                groups[key.pg_name].add(graph.rank)
+        self._meetings = {
+            key: _Meeting(frozenset(groups[key.pg_name]))
+            for graph in self.graphs
+            for key in graph.comm.values()
+        }
         self._rank_index = {graph.rank: i for i, graph in enumerate(self.graphs)}
 
     @staticmethod
@@ -163,7 +169,7 @@ class Engine:
                 self._ready(r, successor, time)
 
     def _check_finished(self) -> None:
-        for key, meeting in self._meetings.items():
+        for key, meeting in sorted(self._meetings.items(), key=lambda kv: kv[0].index):
             if meeting.arrivals and len(meeting.arrivals) < len(meeting.members):
                 missing = sorted(meeting.members - set(meeting.arrivals))
                 arrived = ", ".join(

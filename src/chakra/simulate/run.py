@@ -9,11 +9,18 @@ from chakra.errors import PathLike
 from chakra.et.reader import EtReader
 from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.simulate.engine import Engine
-from chakra.simulate.model import SimGraph, build_graph
+from chakra.simulate.model import SimGraph, SimulationError, build_graph
 
 
 def load_graph(path: PathLike, rank: int, serialize_gpu: bool = False) -> SimGraph:
     """One rank's graph from an ``.et`` file (streamed) or from ET+ JSON."""
+    try:
+        return _load_graph(path, rank, serialize_gpu)
+    except SimulationError as exc:
+        raise SimulationError(f"{path}: {exc}") from exc
+
+
+def _load_graph(path: PathLike, rank: int, serialize_gpu: bool) -> SimGraph:
     if sniff_kind(path) is TraceKind.CHAKRA_ET:
         with EtReader(path) as reader:
             return build_graph(reader, rank, serialize_gpu)

@@ -1,0 +1,75 @@
+"""Link -> convert -> simulate on real and synthetic traces: simulated vs measured makespan."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chakra.convert import convert_file
+from chakra.link import LinkOptions
+from chakra.link.batch import link_files
+from chakra.simulate import rank_results
+from chakra.simulate.run import simulate_files
+from chakra.synth import SynthOptions, generate_job
+
+
+def pipeline(host: Path, device: Path, folder: Path, name: str) -> Path:
+    et_plus, et = folder / f"{name}.et_plus.json", folder / f"{name}.et"
+    link_files(host, device, et_plus, LinkOptions())
+    convert_file(et_plus, et)
+    return et
+
+
+@pytest.mark.parametrize(("host", "device"), [
+    ("hta/simple_add.host_et.json.gz", "hta/simple_add.kineto.json.gz"),
+    ("param/linear.host_et.json.gz", "param/linear.kineto.json.gz"),
+])  # fmt: skip
+def test_real_traces_within_5_percent(shared_traces: Path, tmp_path: Path, host, device) -> None:
+    et = pipeline(shared_traces / host, shared_traces / device, tmp_path, "t")
+    (result,) = rank_results(simulate_files([et]))
+    assert result.measured_makespan_us is not None
+    assert abs(result.error_pct) < 5.0, result
+
+
+def test_synthetic_two_ranks_within_5_percent(tmp_path: Path) -> None:
+    summary = generate_job(SynthOptions(seed=5, ranks=2, ops_per_step=70), tmp_path)
+    ets = [pipeline(r.host_et, r.kineto, tmp_path, f"rank{r.rank}") for r in summary.ranks]
+    for result in rank_results(simulate_files(ets)):
+        assert abs(result.error_pct) < 5.0, result
+    # serialising all GPU work cannot make it faster
+    serial = rank_results(simulate_files(ets, serialize_gpu=True))
+    parallel = rank_results(simulate_files(ets))
+    assert all(s.simulated_makespan_us >= p.simulated_makespan_us
+               for s, p in zip(serial, parallel))  # fmt: skip
+
+
+def sim(*args: str) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).parent / "chakra_sim"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+
+
+def test_cli_json_timeline_and_bad_input(tmp_path: Path) -> None:
+    summary = generate_job(SynthOptions(seed=1, ranks=1, ops_per_step=70), tmp_path)
+    rank = summary.ranks[0]
+    et_plus = tmp_path / "r.et_plus.json"
+    link_files(rank.host_et, rank.kineto, et_plus, LinkOptions())
+    timeline = tmp_path / "timeline.json"
+    result = sim(str(et_plus), "--json", "--timeline", str(timeline))  # ET+ directly
+    assert result.returncode == 0, result.stderr
+    import json
+
+    ranks = json.loads(result.stdout)["ranks"]
+    assert ranks[0]["simulated_makespan_us"] > 0 and ranks[0]["measured_makespan_us"] > 0
+    events = json.loads(timeline.read_text())["traceEvents"]
+    assert sum(1 for e in events if e["ph"] == "X") == ranks[0]["nodes"]
+    bad = tmp_path / "bad.et"
+    from chakra.et import GlobalMetadata, Node, write_et
+
+    write_et(bad, GlobalMetadata(), [Node(id=1, data_deps=[7])])
+    result = sim(str(bad))
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert str(bad) in line and "node 1" in line and "unknown node 7" in line
