@@ -1,0 +1,94 @@
+"""Simulation speed and memory on synthetic graphs of 10^4 to 10^6 nodes, and 4 ranks x 10^6.
+
+Each graph is shaped like a converted training step: two host threads whose ops chain in
+program order, each op launching a GPU op on one of three streams (stream order plus
+occasional cross-stream waits), and a collective on pg "0" every 500 nodes. Each size runs
+in its own process: building the simulator's arrays and running the engine are timed apart.
+
+    python benchmarks/simulate_throughput.py [--sizes 10000 100000 1000000] [--ranks 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+
+def synthetic_nodes(count: int, seed: int) -> list[Any]:
+    from chakra.et import AttributeProto, Node, NodeType
+
+    rng = random.Random(seed)
+    nodes, last_cpu, last_gpu = [], {1: None, 2: None}, {7: None, 8: None, 9: None}
+    node_id = 0
+    while node_id < count:
+        tid = 1 if rng.random() < 0.7 else 2
+        cpu = Node(id=node_id, name="aten::op", type=NodeType.COMP_NODE,
+                   duration_micros=rng.randint(1, 20))  # fmt: skip
+        if last_cpu[tid] is not None:
+            cpu.data_deps.append(last_cpu[tid])
+        cpu.attr.extend([AttributeProto(name="is_cpu_op", bool_val=True),
+                         AttributeProto(name="tid", int64_val=tid)])  # fmt: skip
+        nodes.append(cpu)
+        last_cpu[tid] = node_id
+        stream = rng.choice((7, 8, 9))
+        collective = (node_id + 1) % 500 == 0
+        gpu = Node(id=node_id + 1, name="kernel", duration_micros=rng.randint(1, 40),
+                   type=NodeType.COMM_COLL_NODE if collective else NodeType.COMP_NODE,
+                   data_deps=[node_id])  # fmt: skip
+        for dep in (last_gpu[stream], rng.choice(list(last_gpu.values()))):
+            if dep is not None and dep not in gpu.data_deps:
+                gpu.data_deps.append(dep)
+        gpu.attr.extend([AttributeProto(name="is_cpu_op", bool_val=False),
+                         AttributeProto(name="stream", int64_val=stream)])  # fmt: skip
+        if collective:
+            gpu.attr.extend([AttributeProto(name="comm_type", int64_val=0),
+                             AttributeProto(name="pg_name", string_val="0")])  # fmt: skip
+        nodes.append(gpu)
+        last_gpu[stream] = node_id + 1
+        node_id += 2
+    return nodes
+
+
+def measure(count: int, ranks: int) -> dict:
+    from chakra.simulate import Engine, build_graph
+
+    graphs_nodes = [synthetic_nodes(count, seed=rank) for rank in range(ranks)]
+    start = time.perf_counter()
+    graphs = [build_graph(nodes, rank) for rank, nodes in enumerate(graphs_nodes)]
+    built = time.perf_counter()
+    del graphs_nodes
+    engine = Engine(graphs)
+    engine.run()
+    done = time.perf_counter()
+    return {"nodes": count * ranks, "build_s": built - start, "run_s": done - built,
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--ranks", type=int, default=4, help="ranks of the multi-rank case")
+    parser.add_argument("--measure", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(*args.measure)))
+        return
+    cases = [(size, 1) for size in args.sizes] + [(args.sizes[-1], args.ranks)]
+    for size, ranks in cases:
+        command = [sys.executable, __file__, "--measure", str(size), str(ranks)]
+        n = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+        print(
+            f"{ranks} x {size:>9,d} nodes: build {n['build_s']:6.2f} s, run {n['run_s']:6.2f} s "
+            f"= {n['nodes'] / n['run_s']:>10,.0f} nodes/s simulated  peak RSS "
+            f"{n['peak_rss_mib']:6.0f} MiB"
+        )
+
+
+if __name__ == "__main__":
+    main()
