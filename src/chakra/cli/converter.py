@@ -34,7 +34,7 @@ def _add_pytorch_options(parser: argparse.ArgumentParser) -> None:
         help="check the written graph (ids, deps, acyclic, attributes)",
     )
     parser.add_argument("--simulate", action="store_true",
-                        help="simulate the converted graph (needs the simulator)")  # fmt: skip
+                        help="simulate the converted graph and print its makespan")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,8 +79,6 @@ def _convert(args: argparse.Namespace) -> None:
     target = getattr(args, "output", None) or args.output_filename
     if not source or not target:
         raise ChakraError("missing --input/--output (or --input_filename/--output_filename)")
-    if args.simulate:
-        raise ChakraError(f"--simulate {NOT_YET} (it arrives with the simulator)")
     report = convert_file(source, target, ConvertOptions(gaps=not args.no_gaps))
     if args.validate:
         from chakra.et.validate import validate_et
@@ -93,6 +91,19 @@ def _convert(args: argparse.Namespace) -> None:
     types = ", ".join(f"{n} {name}" for name, n in report.nodes_by_type.items())
     total = sum(report.nodes_by_type.values())
     logger.info("wrote %d nodes (%s) to %s", total, types, target)
+    if args.simulate:
+        from chakra.simulate.analysis import log_reference_lines
+        from chakra.simulate.result import rank_results
+        from chakra.simulate.run import simulate_files
+
+        engine = simulate_files([target])
+        log_reference_lines(engine)
+        (result,) = rank_results(engine)
+        line = f"simulated makespan {result.simulated_makespan_us:,.0f} us"
+        if result.measured_makespan_us is not None:
+            line += (f", measured {result.measured_makespan_us:,.0f} us, "
+                     f"error {result.error_pct:+.2f}%")  # fmt: skip
+        print(line)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -13,7 +13,14 @@ import msgspec
 
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.fileio import atomic_output
-from chakra.simulate.result import rank_results
+from chakra.simulate.analysis import (
+    ScaleRule,
+    critical_path,
+    log_reference_lines,
+    scale_durations,
+)
+from chakra.simulate.engine import Engine
+from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_files
 
 
@@ -30,27 +37,63 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run all GPU work of a device on one slot (as before stream ids)",
     )
+    parser.add_argument(
+        "--scale",
+        action="append",
+        default=[],
+        metavar="TARGET=FACTOR",
+        help="what-if: multiply the durations of compute, comm, cpu or gpu nodes, or of "
+        "nodes whose name matches a pattern (e.g. 'nccl*=2'); repeatable",
+    )
     add_log_level_option(parser)
     return parser  # fmt: skip
 
 
+def _what_if(engine: Engine, rules: list[ScaleRule]) -> list[float]:
+    """Makespans after scaling durations (the replayed graphs are changed in place)."""
+    for graph in engine.graphs:
+        scale_durations(graph, rules)
+    scaled = Engine(engine.graphs)
+    scaled.run()
+    return [result.simulated_makespan_us for result in rank_results(scaled)]
+
+
 def _simulate(args: argparse.Namespace) -> None:
+    rules = [ScaleRule.parse(text) for text in args.scale]
     engine = simulate_files(args.paths, args.serialize_gpu)
+    log_reference_lines(engine)
     results = rank_results(engine)
+    paths = [critical_path(engine, r) for r in range(len(results))]
     if args.timeline is not None:
         with atomic_output(args.timeline, text=True) as out:
             json.dump(chrome_trace(engine), out)
+    what_if = _what_if(engine, rules) if rules else [None] * len(results)
     if args.json:
-        print(json.dumps({"ranks": msgspec.to_builtins(results)}))
+        ranks = [
+            {**msgspec.to_builtins(result), "critical_path": [list(p) for p in path],
+             "what_if_makespan_us": scaled}
+            for result, path, scaled in zip(results, paths, what_if)
+        ]  # fmt: skip
+        print(json.dumps({"ranks": ranks}))
         return
-    for result, path in zip(results, args.paths):
-        measured = result.measured_makespan_us
-        line = f"rank {result.rank} ({path}): simulated {result.simulated_makespan_us:,.0f} us"
-        if measured is not None:
-            line += f", measured {measured:,.0f} us, error {result.error_pct:+.2f}%"
-        print(line)
-        for use in result.resources:
-            print(f"  {use.resource:<24} busy {use.busy_us:>12,.0f} us  {use.utilisation:6.1%}")
+    for result, path, critical, scaled in zip(results, args.paths, paths, what_if):
+        _print_rank(result, path, critical, scaled)
+
+
+def _print_rank(result: RankResult, path: str, critical: list, scaled: Optional[float]) -> None:
+    measured = result.measured_makespan_us
+    line = f"rank {result.rank} ({path}): simulated {result.simulated_makespan_us:,.0f} us"
+    if measured is not None:
+        line += f", measured {measured:,.0f} us, error {result.error_pct:+.2f}%"
+    print(line)
+    if scaled is not None:
+        ratio = scaled / result.simulated_makespan_us if result.simulated_makespan_us else 1.0
+        print(f"  what-if makespan {scaled:,.0f} us ({ratio:.3f}x the replayed one)")
+    for use in result.resources:
+        print(f"  {use.resource:<24} busy {use.busy_us:>12,.0f} us  {use.utilisation:6.1%}")
+    if critical:
+        shown = ", ".join(f"{name[:40]} {total:,.0f} us" for name, total in critical)
+        print(f"  critical path top: {shown}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
