@@ -123,8 +123,13 @@ def test_reference_linker_output_gets_stream_order_and_syncs(tmp_path: Path) -> 
     graph = convert_et_plus(load_et_plus(reference_style_et_plus(tmp_path / "r.json", nodes)),
                             ConvertOptions())  # fmt: skip
     deps = {n.id: list(n.data_deps) for n in graph.nodes}
-    assert deps[6] == [3, 5]  # launched by op 3, after kernel 5 on stream 7
-    assert 6 in deps[4]  # op 4 waited for kernel 6 (sync_dep)
+    # kernel 6 started at 17, 1 us after its last dependency ended (kernel 5 at 16): a
+    # delay node (no resource) replays that gap and carries the dependencies
+    (delay,) = deps[6]
+    assert deps[delay] == [3, 5]  # launched by op 3, after kernel 5 on stream 7
+    assert {n.id: n.duration_micros for n in graph.nodes}[delay] == 1
+    (wait,) = deps[4]  # op 4 started 1 us after kernel 6 ended (sync_dep): a delay again
+    assert 6 in deps[wait]
     assert [n.duration_micros for n in graph.nodes if n.id in (5, 6)] == [4, 2]
 
 

@@ -73,8 +73,10 @@ def test_collective_starts_when_every_rank_is_ready() -> None:
     rank0 = [node(1, 100), node(2, 50, (1,), stream=9, coll="0")]
     rank1 = [node(1, 10), node(2, 140, (1,), stream=9, coll="0")]
     engine = simulate(rank0, rank1)
-    # both start at the latest arrival (100) and last the shortest recorded time (50)
-    assert times(engine, 0)[1] == times(engine, 1)[1] == (100, 150)
+    # each holds its stream from its own arrival; both end at the latest arrival (100)
+    # plus the shortest recorded time (50)
+    assert times(engine, 0)[1] == (100, 150)
+    assert times(engine, 1)[1] == (10, 150)
 
 
 def test_missing_collective_is_a_deadlock_naming_ranks() -> None:

@@ -13,8 +13,16 @@ import chakra
 from chakra.convert.classify import Classified, Classifier
 from chakra.convert.cycles import break_cycles
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, load_et_plus
-from chakra.convert.graph import Graph, IdleNode, evidence, thread_chains
-from chakra.convert.nodes import build_node, idle_node
+from chakra.convert.graph import (
+    DelayNode,
+    Graph,
+    IdleNode,
+    add_delays,
+    evidence,
+    thread_chains,
+)
+from chakra.convert.nodes import build_node, delay_node, idle_node, segment_node
+from chakra.convert.segments import Segmentation
 from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
 from chakra.et.schema import GlobalMetadata, NodeType
@@ -83,28 +91,33 @@ def convert_et_plus(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
 
 
 class _Plan(msgspec.Struct):
-    """Everything but the protobuf nodes: the graph, idle nodes and node kinds."""
+    """Everything but the protobuf nodes: the graph, extra nodes and node kinds."""
 
     by_id: dict[int, EtPlusNode]
     deps: dict[int, set[int]]
+    segments: Segmentation
     idle: list[IdleNode]
+    delays: list[DelayNode]
     kinds: dict[int, Classified]
     report: ConvertReport
-    idle_inside: dict[int, float]  # op id -> idle time of its children's gaps (see below)
 
 
 def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     by_id = _index(trace)
     graph = Graph(by_id)
-    idle = thread_chains(trace, by_id, graph, options.gaps, max(by_id) + 1)
-    evidence(trace, graph)
+    segments = Segmentation(max(by_id) + 1)
+    idle = thread_chains(trace, by_id, graph, options.gaps, segments)
+    evidence(trace, graph, segments)
     start_us = {n.id: n.ts for n in trace.nodes if n.ts is not None}
+    start_us.update({s.node_id: s.start for s in segments.extra})
     start_us.update({gap.node_id: by_id[gap.before].ts or 0 for gap in idle})
     broken = break_cycles(graph.deps, graph.ids, start_us)
+    timed = ((n.id, n.ts) for n in trace.nodes if n.ts is not None and n.end is not None)
+    delays = add_delays(timed, graph, _measured_ends(trace, segments, idle), segments.next_id)
     classifier = Classifier(by_id)
     kinds = {node.id: classifier.classify(node) for node in trace.nodes}
     types = Counter(kind.node_type.name for kind in kinds.values())
-    types[NodeType.COMP_NODE.name] += len(idle)
+    types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays)
     warnings = [f"{count} x {what}" for what, count in sorted(classifier.guesses.items())]
     if graph.dropped:
         warnings.append("dependencies to unknown nodes dropped: " + ", ".join(
@@ -121,14 +134,17 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         cycles_broken=cycles,
         warnings=warnings,
     )
-    # A gap between two top-level ops that sit under a ProfilerStep is part of the step's
-    # exclusive time too: the idle node replays it, so the step's own node must not.
-    idle_inside: dict[int, float] = {}
-    for gap in idle:
-        parent = by_id[gap.before].ctrl_deps
-        if parent in by_id and by_id[parent].exclusive_dur is not None:
-            idle_inside[parent] = idle_inside.get(parent, 0.0) + gap.duration_us
-    return _Plan(by_id, graph.deps, idle, kinds, report, idle_inside)
+    return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report)
+
+
+def _measured_ends(trace: EtPlusTrace, segments: Segmentation, idle: list) -> dict[int, Any]:
+    """Measured end of every node that has one: GPU ops, host op segments, idle nodes."""
+    ends: dict[int, Any] = {n.id: n.end for n in trace.nodes if n.is_gpu and n.end is not None}
+    for op_segments in segments.segments.values():
+        ends.update((s.node_id, s.end) for s in op_segments)
+    by_id = {n.id: n for n in trace.nodes}
+    ends.update((g.node_id, by_id[g.before].ts) for g in idle if by_id[g.before].ts is not None)
+    return ends
 
 
 def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[Any]:
@@ -138,10 +154,14 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[Any]:
         node = by_id[node_id]
         parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node_id else None
         yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent,
-                         plan.idle_inside.get(node_id, 0.0))  # fmt: skip
+                         plan.segments.first_duration(node_id))  # fmt: skip
+    for segment in plan.segments.extra:
+        yield segment_node(segment, by_id[segment.op_id], sorted(deps.get(segment.node_id, ())))
     for gap in plan.idle:
         yield idle_node(gap.node_id, by_id[gap.before], gap.duration_us,
                         sorted(deps.get(gap.node_id, ())))  # fmt: skip
+    for delay in plan.delays:
+        yield delay_node(delay, by_id[delay.before], sorted(deps.get(delay.node_id, ())))
 
 
 def convert_file(

@@ -39,6 +39,14 @@ class Collective(msgspec.Struct, frozen=True, gc=False):
     pg_ranks: Any = None
 
 
+class LaunchCall(msgspec.Struct, frozen=True, gc=False):
+    """The runtime/driver call that launched a GPU op (our ET+ records it)."""
+
+    ts: Optional[Number] = None
+    dur: Optional[Number] = None
+    name: Optional[str] = None
+
+
 class EtPlusNode(msgspec.Struct, frozen=True, gc=False):
     """One ET+ node. ``inputs``/``outputs`` stay raw JSON. Times in microseconds."""
 
@@ -62,6 +70,13 @@ class EtPlusNode(msgspec.Struct, frozen=True, gc=False):
     collective: Optional[Collective] = None
     idle_gap: Optional[Number] = None
     kineto_thread: Optional[list[Union[int, str]]] = None
+    launch: Optional[LaunchCall] = None
+
+    @property
+    def end(self) -> Optional[Number]:
+        """Measured end (µs), when the node was timed."""
+        length = self.dur if self.dur is not None else self.inclusive_dur
+        return None if self.ts is None or length is None else self.ts + length
 
     @property
     def is_gpu(self) -> bool:
@@ -80,6 +95,9 @@ class Dependency(msgspec.Struct, frozen=True, gc=False):
     dst: Optional[int] = None
     via: Optional[str] = None
     via_correlation: Optional[int] = None
+    via_ts: Optional[Number] = None
+    via_end: Optional[Number] = None
+    via_host: Optional[int] = None
 
 
 class LinkInfo(msgspec.Struct, frozen=True, gc=False):

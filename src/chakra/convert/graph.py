@@ -15,9 +15,8 @@ from typing import Optional
 import msgspec
 
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, Number
+from chakra.convert.segments import Segment, Segmentation, cut_points
 from chakra.ingest.vocabulary import PROCESS_ROOT_NAMES, THREAD_ROOT_NAMES
-
-EVIDENCE_KINDS = ("launch", "stream_order", "event_wait", "host_sync", "inter_thread")
 
 
 class IdleNode(msgspec.Struct, frozen=True, gc=False):
@@ -59,61 +58,138 @@ def _roots(nodes: list[EtPlusNode], by_id: Mapping[int, EtPlusNode]) -> list[EtP
 
 
 def thread_chains(
-    trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode], graph: Graph, gaps: bool, next_id: int
+    trace: EtPlusTrace,
+    by_id: Mapping[int, EtPlusNode],
+    graph: Graph,
+    gaps: bool,
+    segments: Segmentation,
 ) -> list[IdleNode]:
-    """Chain each thread's CPU ops in pre-order (children by measured start); a thread
-    root follows its parent; with ``gaps``, an idle node precedes each op with a measured
-    ``idle_gap``. Iterative DFS; returns the idle nodes created (ids from ``next_id``)."""
+    """Chain each thread's CPU work in program order: an op's segments interleaved with its
+    children's subtrees (children by measured start, untimed ones first); a thread root
+    follows its parent. With ``gaps``, an idle node precedes each op with a measured
+    ``idle_gap`` whose parent is untimed (a timed parent's own segments already cover the
+    gap). Iterative DFS; returns the idle nodes created (ids from ``segments.next_id``)."""
     children: dict[int, list[EtPlusNode]] = defaultdict(list)
     for node in trace.nodes:
         if not node.is_gpu and node.ctrl_deps in by_id and node.ctrl_deps != node.id:
             children[node.ctrl_deps].append(node)
+    cuts = cut_points(trace.nodes, _sync_calls(trace))
+    for node in trace.nodes:
+        if not node.is_gpu and node.ts is not None and node.end is not None:
+            segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()))
+    graph.ids.update(segment.node_id for segment in segments.extra)
     idle: list[IdleNode] = []
     last: dict[int, int] = {}
-    stack: list[tuple[EtPlusNode, int, Number]] = [
-        (root, root.id, root.ts or 0) for root in reversed(_roots(trace.nodes, by_id))
+    stack: list[tuple[object, int]] = [
+        (root, root.id) for root in reversed(_roots(trace.nodes, by_id))
     ]
     while stack:
-        node, chain, inherited = stack.pop()
+        item, chain = stack.pop()
+        if isinstance(item, Segment):
+            graph.add(last.get(chain), item.node_id, "cpu_chain")
+            last[chain] = item.node_id
+            continue
+        node = item
         if node.name in THREAD_ROOT_NAMES:
             graph.add(node.ctrl_deps, node.id, "thread_start")
             chain = node.id
+            last[chain] = node.id
+        elif node.id not in segments.pieces:  # untimed: one node
+            graph.add(last.get(chain), node.id, "cpu_chain")
+            last[chain] = node.id
+        parent = by_id.get(node.ctrl_deps) if node.ctrl_deps is not None else None
+        previous = last.get(chain)
+        if (
+            gaps
+            and node.idle_gap
+            and previous is not None
+            and (parent is None or parent.ts is None)
+        ):
+            gap = IdleNode(segments.next_id, node.id, node.idle_gap)
+            segments.next_id += 1
+            idle.append(gap)
+            graph.ids.add(gap.node_id)
+            graph.add(previous, gap.node_id, "cpu_chain")
+            last[chain] = gap.node_id
+        if node.id in segments.pieces:
+            pieces = segments.pieces[node.id]
         else:
-            previous = last.get(chain)
-            if gaps and node.idle_gap and previous is not None:
-                gap = IdleNode(next_id + len(idle), node.id, node.idle_gap)
-                idle.append(gap)
-                graph.ids.add(gap.node_id)
-                graph.add(previous, gap.node_id, "cpu_chain")
-                previous = gap.node_id
-            graph.add(previous, node.id, "cpu_chain")
-        last[chain] = node.id
-        start = node.ts if node.ts is not None else inherited
-        kids = sorted(children.get(node.id, ()), key=lambda n: _sort_key(n, start))
-        stack.extend((kid, chain, start) for kid in reversed(kids))
+            pieces = sorted(children.get(node.id, ()), key=lambda n: _sort_key(n, node.ts or 0))
+        stack.extend((piece, chain) for piece in reversed(pieces))
     return idle
 
 
-def evidence(trace: EtPlusTrace, graph: Graph) -> None:
-    """Add the linker's dependency evidence; for reference ET+ (no ``chakra_link``), rebuild
-    launch and stream order from the GPU nodes and use ``sync_dep``/``inter_thread_dep``."""
+def _sync_calls(trace: EtPlusTrace) -> list[tuple[Optional[int], Optional[Number]]]:
+    if trace.link is None:
+        return []
+    return [(d.via_host, d.via_end) for d in trace.link.dependencies if d.kind == "host_sync"]
+
+
+def evidence(trace: EtPlusTrace, graph: Graph, segments: Segmentation) -> None:
+    """Add the linker's dependency evidence, mapped onto segments: a GPU op follows the
+    segment of its launching op that ends by the launch; a continuation after a
+    synchronising call waits for the GPU; an inter-thread source is the op's last segment.
+    For reference ET+ (no ``chakra_link``), stream order is rebuilt from the GPU nodes and
+    ``sync_dep``/``inter_thread_dep`` are used."""
     gpu = [n for n in trace.nodes if n.is_gpu]
     for node in gpu:
-        graph.add(node.ctrl_deps, node.id, "launch")
+        launch = node.launch.ts if node.launch is not None else None
+        src = segments.ending_by(node.ctrl_deps, launch) if launch is not None else None
+        graph.add(src if src is not None else node.ctrl_deps, node.id, "launch")
     if trace.link is not None:
         for dep in trace.link.dependencies:
-            if dep.kind in EVIDENCE_KINDS:
+            if dep.kind == "host_sync":
+                after = segments.starting_at(dep.via_host, dep.via_end) if dep.via_host else None
+                graph.add(dep.src, after if after is not None else dep.dst, dep.kind)
+            elif dep.kind == "inter_thread":
+                graph.add(segments.last(dep.src), dep.dst, dep.kind)
+            elif dep.kind in ("stream_order", "event_wait"):
                 graph.add(dep.src, dep.dst, dep.kind)
-    else:
-        streams: dict[tuple, list[EtPlusNode]] = defaultdict(list)
-        for node in gpu:
-            streams[(node.device, node.stream)].append(node)
-        for ops in streams.values():
-            ops.sort(key=lambda n: (n.ts or 0, n.id))
-            for a, b in zip(ops, ops[1:]):
-                graph.add(a.id, b.id, "stream_order")
+        return
+    streams: dict[tuple, list[EtPlusNode]] = defaultdict(list)
+    for node in gpu:
+        streams[(node.device, node.stream)].append(node)
+    for ops in streams.values():
+        ops.sort(key=lambda n: (n.ts or 0, n.id))
+        for a, b in zip(ops, ops[1:]):
+            graph.add(a.id, b.id, "stream_order")
     for node in trace.nodes:
         for src in node.sync_dep:
             graph.add(src, node.id, "host_sync")
         if node.inter_thread_dep is not None:
-            graph.add(node.inter_thread_dep, node.id, "inter_thread")
+            graph.add(segments.last(node.inter_thread_dep), node.id, "inter_thread")
+
+
+class DelayNode(msgspec.Struct, frozen=True, gc=False):
+    """Measured time between a node's latest dependency ending and the node starting
+    (launch latency, a thread waking up: waiting the trace does not explain). It holds
+    no resource."""
+
+    node_id: int
+    before: int
+    start_us: Number
+    duration_us: Number
+
+
+def add_delays(
+    starts: Iterable[tuple[int, Number]],
+    graph: Graph,
+    measured_end: Mapping[int, Number],
+    next_id: int,
+) -> list[DelayNode]:
+    """Put a delay node between a node (id, measured start) and its dependencies when it
+    started later than they all ended; the node then depends on the delay node alone."""
+    delays = []
+    for node_id, start in starts:
+        deps = graph.deps.get(node_id)
+        ends = [measured_end[d] for d in deps or () if d in measured_end]
+        if not ends or start <= max(ends):
+            continue
+        latest = max(ends)
+        delay = DelayNode(next_id + len(delays), node_id, latest, start - latest)
+        delays.append(delay)
+        graph.ids.add(delay.node_id)
+        graph.deps[delay.node_id] = set(deps or ())
+        graph.deps[node_id] = {delay.node_id}
+        graph.counts["start_delay"] += 1
+    return delays

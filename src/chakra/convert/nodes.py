@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import msgspec
 
@@ -30,15 +30,20 @@ def _micros(value: Any) -> int:
 
 
 def build_node(
-    node: EtPlusNode, kind: Classified, data_deps: list[int], parent: Any, idle_us: float = 0.0
+    node: EtPlusNode,
+    kind: Classified,
+    data_deps: list[int],
+    parent: Any,
+    own_us: Optional[float] = None,
 ) -> Any:
-    """One Chakra node. Duration: a GPU op's measured duration, a CPU op's exclusive time
-    less ``idle_us``, the gaps between its children that idle nodes replay."""
+    """One Chakra node. Duration: a GPU op's measured duration; for a CPU op, ``own_us``
+    (its first segment, see convert/segments.py) when it was split, else its exclusive
+    time."""
     duration = node.dur if node.is_gpu else node.exclusive_dur
     if node.is_gpu and duration is None:
         duration = node.inclusive_dur
-    if duration is not None and idle_us:
-        duration = max(duration - idle_us, 0)
+    if own_us is not None:
+        duration = own_us
     out = Node(id=node.id, name=node.name, type=kind.node_type, data_deps=data_deps,
                duration_micros=_micros(duration))  # fmt: skip
     if node.ts is not None:  # the measured start, for measured-vs-simulated comparisons
@@ -93,4 +98,34 @@ def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: l
         add_attr(out, "tid", tid)
     add_attr(out, "is_cpu_op", True)
     add_attr(out, "idle_before", before.id)
+    return out
+
+
+def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_us: Any,
+              data_deps: list[int], tid: bool = True) -> Any:  # fmt: skip
+    out = Node(id=node_id, name=name, type=NodeType.COMP_NODE, data_deps=data_deps,
+               duration_micros=_micros(duration_us))  # fmt: skip
+    if start_us is not None:
+        out.start_time_micros = _micros(start_us)
+    out.ctrl_deps.append(op.id)
+    value = op.attr("tid")
+    if tid and isinstance(value, int):
+        add_attr(out, "tid", value)
+    add_attr(out, "is_cpu_op", True)
+    return out
+
+
+def segment_node(segment: Any, op: EtPlusNode, data_deps: list[int]) -> Any:
+    """A later segment of a host op's own time, on the op's thread."""
+    out = _cpu_node(segment.node_id, op.name, op, segment.start, segment.end - segment.start,
+                    data_deps)  # fmt: skip
+    add_attr(out, "segment_of", op.id)
+    return out
+
+
+def delay_node(delay: Any, before: EtPlusNode, data_deps: list[int]) -> Any:
+    """The measured wait before a node started; no ``tid``, so it holds no resource."""
+    out = _cpu_node(delay.node_id, "[delay]", before, delay.start_us, delay.duration_us,
+                    data_deps, tid=False)  # fmt: skip
+    add_attr(out, "delay_before", before.id)
     return out

@@ -157,7 +157,8 @@ def _metadata(linked: LinkedTrace) -> dict[str, Any]:
         "report": msgspec.to_builtins(linked.report),
         "dependencies": [
             {"kind": e.kind.value, "src": e.src, "dst": e.dst, "via": e.via_api,
-             "via_correlation": e.via_correlation}
+             "via_correlation": e.via_correlation, "via_ts": e.via_ts_us,
+             "via_end": e.via_end_us, "via_host": e.via_host}
             for e in linked.edges
         ],
     }  # fmt: skip

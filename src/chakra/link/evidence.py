@@ -109,7 +109,7 @@ def host_sync_edges(
     device: DeviceTrace,
     index: StreamIndex,
     gpu_nodes: Sequence[GpuNode],
-    next_host_op,
+    timeline: HostTimeline,
     notes: list[str],
 ) -> list[Edge]:
     """GPU op -> the host op that could only run after it: for each synchronising call
@@ -126,9 +126,11 @@ def host_sync_edges(
             continue
         sources = _sync_sources(call, syncs.get(call.correlation), index, calls,
                                 by_correlation, notes)  # fmt: skip
-        dst = next_host_op(call)
+        dst = timeline.next_after(call)
+        host = timeline.enclosing(call)
         for node in sources:
-            edges.append(Edge(EdgeKind.HOST_SYNC, node.node_id, dst, call.name, call.correlation))
+            edges.append(Edge(EdgeKind.HOST_SYNC, node.node_id, dst, call.name, call.correlation,
+                              call.ts_us, call.end_us, host))  # fmt: skip
     return edges
 
 
@@ -136,6 +138,8 @@ class HostTimeline:
     """Linked host ops per Kineto thread in time order: top-level ops, next-op lookup."""
 
     def __init__(self, nestings: Mapping[tuple, ThreadNesting], host_of: Mapping[int, int]):
+        self.nestings = nestings
+        self.host_of = host_of
         self.ops: dict[tuple, list[tuple[Number, Number, int, bool]]] = {}
         for thread, nesting in nestings.items():
             rows = []
@@ -156,6 +160,18 @@ class HostTimeline:
         starts = self.starts.get(thread, [])
         index = bisect_left(starts, call.end_us)
         return self.ops[thread][index][2] if index < len(starts) else None
+
+    def enclosing(self, call: KinetoEvent) -> Optional[int]:
+        """The innermost linked host op on the call's thread that encloses its start."""
+        nesting = self.nestings.get((call.pid, call.tid))
+        index = nesting.innermost_at(call.ts_us or 0) if nesting is not None else None
+        if index is None:
+            return None
+        for candidate in [index, *nesting.ancestors(index)]:
+            host_id = self.host_of.get(id(nesting.events[candidate]))
+            if host_id is not None:
+                return host_id
+        return None
 
     def top_level(self) -> dict[tuple, list[tuple[Number, Number, int, bool]]]:
         return {t: [r for r in rows if r[3]] for t, rows in self.ops.items()}

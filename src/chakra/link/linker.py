@@ -98,7 +98,7 @@ def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedT
     index = StreamIndex(all_gpu_nodes)
     timeline = HostTimeline(nestings, host_of)
     thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
-    all_sync = host_sync_edges(device, index, all_gpu_nodes, timeline.next_after, notes)
+    all_sync = host_sync_edges(device, index, all_gpu_nodes, timeline, notes)
     all_edges = [
         *launch_edges(all_gpu_nodes),
         *stream_order_edges(index),

@@ -77,13 +77,17 @@ class GpuNode(msgspec.Struct, frozen=True, gc=False):
 class Edge(msgspec.Struct, frozen=True, gc=False):
     """One dependency: ``dst`` may not start before ``src`` ends. Endpoints are ET+ node
     ids; ``dst`` is None when nothing recorded follows (e.g. a final synchronize).
-    ``via`` names the runtime call that carries the dependency (its API and correlation)."""
+    ``via`` names the runtime call that carries the dependency (its API, correlation, times
+    and the host op it ran in)."""
 
     kind: EdgeKind
     src: int
     dst: Optional[int]
     via_api: Optional[str] = None
     via_correlation: Optional[int] = None
+    via_ts_us: Optional[Number] = None  # the call's start and end (host_sync)
+    via_end_us: Optional[Number] = None
+    via_host: Optional[int] = None  # innermost host op enclosing the call, if any
 
 
 class LinkReport(msgspec.Struct, frozen=True):

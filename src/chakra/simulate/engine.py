@@ -34,8 +34,9 @@ class _Meeting:
 
 class Engine:
     """Simulate one or more ranks' graphs together. ``run`` fills ``start``/``end`` (µs,
-    per rank, per node index). A collective starts on every member at the latest arrival
-    and lasts the shortest duration any member recorded (the member that did not wait)."""
+    per rank, per node index). A collective occupies each member's stream from its arrival
+    and ends on all of them at the latest arrival plus the shortest duration any member
+    recorded (that of the member that did not wait: the transfer itself)."""
 
     def __init__(self, graphs: Sequence[SimGraph]) -> None:
         self.graphs = list(graphs)
@@ -95,11 +96,20 @@ class Engine:
         starts = graph.pred_start
         return [starts[i + 1] - starts[i] for i in range(len(graph.ids))]
 
+    def _rank_offsets(self) -> list[float]:
+        """When every rank carries measured starts, ranks begin as far apart as they were
+        measured (traces of one job share a clock, to the precision of its sync); else 0."""
+        firsts = [min((s for s in g.measured_start_us if s >= 0), default=-1.0)
+                  for g in self.graphs]  # fmt: skip
+        if len(firsts) < 2 or min(firsts) < 0:
+            return [0.0] * len(firsts)
+        return [first - min(firsts) for first in firsts]
+
     def run(self) -> None:
-        for r in range(len(self.graphs)):
+        for r, offset in enumerate(self._rank_offsets()):
             for node, count in enumerate(self._waiting[r]):
                 if count == 0:
-                    self._ready(r, node, 0.0)
+                    self._ready(r, node, offset)
         events = self._events
         while events:
             time, _, r, node = heapq.heappop(events)
@@ -136,10 +146,9 @@ class Engine:
         else:
             self._arrive(key, r, node, arrival)
 
-    def _begin(self, r: int, node: int, time: float, duration: float = -1.0) -> None:
+    def _begin(self, r: int, node: int, time: float, end: float = -1.0) -> None:
         self.start[r][node] = time
-        length = self.graphs[r].duration_us[node] if duration < 0 else duration
-        self._push(time + length, r, node)
+        self._push(time + self.graphs[r].duration_us[node] if end < 0 else end, r, node)
 
     def _arrive(self, key: CommKey, r: int, node: int, time: float) -> None:
         meeting = self._meetings[key]
@@ -151,8 +160,8 @@ class Engine:
             self.graphs[self._rank_index[rank]].duration_us[n]
             for rank, (_, n) in meeting.arrivals.items()
         )
-        for rank, (_, n) in sorted(meeting.arrivals.items()):
-            self._begin(self._rank_index[rank], n, begin, length)
+        for rank, (arrived, n) in sorted(meeting.arrivals.items()):
+            self._begin(self._rank_index[rank], n, arrived, begin + length)
 
     def _complete(self, r: int, node: int, time: float) -> None:
         graph = self.graphs[r]

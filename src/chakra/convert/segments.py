@@ -1,0 +1,121 @@
+"""Split each timed host op into segments of its own time, so that the graph replays every
+op's measured start and end.
+
+A host op P spans [start, end]. Its children cover parts of that span; what is left is P's
+own time, which the converter turns into consecutive CPU nodes ("segments"), cut where the
+runtime calls inside P happen: at the start of each launch (its GPU op may start from there)
+and at the end of each synchronising call (what follows waits for the GPU). The first segment
+keeps P's id; the others get new ids and ``segment_of`` = P. In program order a thread runs
+P's first segment, its first child's subtree, P's next segment, and so on.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
+from typing import Optional, Union
+
+import msgspec
+
+from chakra.convert.et_plus_input import EtPlusNode, Number
+
+
+class Segment(msgspec.Struct, frozen=True, gc=False):
+    node_id: int
+    op_id: int
+    start: Number
+    end: Number
+
+
+Piece = Union[Segment, EtPlusNode]  # a segment of the op, or a child op (its subtree)
+
+
+class Segmentation:
+    """Segments and program-order pieces of every timed host op. ``next_id`` allocates the
+    ids of segments after the first."""
+
+    def __init__(self, next_id: int) -> None:
+        self.next_id = next_id
+        self.segments: dict[int, list[Segment]] = {}
+        self.pieces: dict[int, list[Piece]] = {}
+        self.extra: list[Segment] = []  # segments with new ids, in creation order
+
+    def split(self, op: EtPlusNode, children: Iterable[EtPlusNode], cuts: Iterable[Number]):
+        """Record ``op``'s segments and pieces (``op`` must be timed)."""
+        start, end = op.ts, op.end
+        assert start is not None and end is not None
+        points = sorted({t for t in cuts if start < t < end})
+        timed = sorted((c for c in children if c.ts is not None), key=lambda c: (c.ts, c.id))
+        untimed = [c for c in children if c.ts is None]
+        pieces: list[Piece] = []
+        segments: list[Segment] = []
+        cursor = start
+        for child in [*untimed, *timed]:
+            if child.ts is not None and child.ts > cursor:
+                self._own_time(op, cursor, child.ts, points, segments, pieces)
+            elif not segments:
+                self._own_time(op, cursor, cursor, points, segments, pieces)
+            pieces.append(child)
+            child_end = child.end if child.end is not None else cursor
+            cursor = max(cursor, child_end)
+        if cursor < end or not segments:
+            self._own_time(op, cursor, max(cursor, end), points, segments, pieces)
+        self.segments[op.id] = segments
+        self.pieces[op.id] = pieces
+
+    def _own_time(self, op, begin, finish, points, segments, pieces) -> None:
+        bounds = [begin, *(t for t in points if begin < t < finish), finish]
+        for a, b in zip(bounds, bounds[1:]):
+            if segments and b == a:
+                continue
+            node_id = op.id if not segments else self._new_id()
+            segment = Segment(node_id, op.id, a, b)
+            segments.append(segment)
+            pieces.append(segment)
+            if node_id != op.id:
+                self.extra.append(segment)
+
+    def _new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def ending_by(self, op_id: int, instant: Number) -> Optional[int]:
+        """The last segment of the op that ends at or before ``instant`` (its first one when
+        none does): what a GPU op launched at ``instant`` can follow."""
+        segments = self.segments.get(op_id)
+        if not segments:
+            return None
+        ends = [s.end for s in segments]
+        index = bisect_right(ends, instant) - 1
+        return segments[max(index, 0)].node_id
+
+    def starting_at(self, op_id: int, instant: Number) -> Optional[int]:
+        """The op's segment that starts at ``instant`` (a continuation after a call)."""
+        for segment in self.segments.get(op_id, ()):
+            if segment.start == instant and segment.node_id != op_id:
+                return segment.node_id
+        return None
+
+    def last(self, op_id: int) -> int:
+        segments = self.segments.get(op_id)
+        return segments[-1].node_id if segments else op_id
+
+    def first_duration(self, op_id: int) -> Optional[Number]:
+        segments = self.segments.get(op_id)
+        return segments[0].end - segments[0].start if segments else None
+
+
+def cut_points(
+    nodes: Iterable[EtPlusNode], sync_calls: Iterable[tuple[Optional[int], Optional[Number]]]
+) -> Mapping[int, list[Number]]:
+    """Where each host op's own time is cut: at launches of GPU ops it parents, at the ends
+    of synchronising calls it encloses."""
+    cuts: dict[int, list[Number]] = {}
+    for node in nodes:
+        launch = node.launch if node.is_gpu else None
+        if launch is not None and launch.ts is not None and node.ctrl_deps is not None:
+            cuts.setdefault(node.ctrl_deps, []).append(launch.ts)
+    for host, end in sync_calls:
+        if host is not None and end is not None:
+            cuts.setdefault(host, []).append(end)
+    return cuts
