@@ -20,6 +20,7 @@ from chakra.simulate.analysis import (
     scale_durations,
 )
 from chakra.simulate.engine import Engine
+from chakra.simulate.network import NetworkModel
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_files
 
@@ -45,29 +46,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="what-if: multiply the durations of compute, comm, cpu or gpu nodes, or of "
         "nodes whose name matches a pattern (e.g. 'nccl*=2'); repeatable",
     )
+    parser.add_argument(
+        "--network",
+        metavar="TOPOLOGY:GBPS:LATENCY_US",
+        help="what-if: time collectives with an alpha-beta model, e.g. ring:100:5",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --timeline: add the measured schedule beside the simulated one",
+    )
     add_log_level_option(parser)
     return parser  # fmt: skip
 
 
-def _what_if(engine: Engine, rules: list[ScaleRule]) -> list[float]:
-    """Makespans after scaling durations (the replayed graphs are changed in place)."""
+def _what_if(
+    engine: Engine, rules: list[ScaleRule], network: Optional[NetworkModel]
+) -> list[float]:
+    """Makespans after scaling durations (the replayed graphs are changed in place) and/or
+    with collectives timed by a network model."""
     for graph in engine.graphs:
         scale_durations(graph, rules)
-    scaled = Engine(engine.graphs)
+    scaled = Engine(engine.graphs, network)
     scaled.run()
     return [result.simulated_makespan_us for result in rank_results(scaled)]
 
 
 def _simulate(args: argparse.Namespace) -> None:
     rules = [ScaleRule.parse(text) for text in args.scale]
+    network = NetworkModel.parse(args.network) if args.network else None
     engine = simulate_files(args.paths, args.serialize_gpu)
     log_reference_lines(engine)
     results = rank_results(engine)
     paths = [critical_path(engine, r) for r in range(len(results))]
     if args.timeline is not None:
         with atomic_output(args.timeline, text=True) as out:
-            json.dump(chrome_trace(engine), out)
-    what_if = _what_if(engine, rules) if rules else [None] * len(results)
+            json.dump(chrome_trace(engine, args.compare), out)
+    what_if = _what_if(engine, rules, network) if rules or network else [None] * len(results)
     if args.json:
         ranks = [
             {**msgspec.to_builtins(result), "critical_path": [list(p) for p in path],

@@ -16,8 +16,10 @@ import heapq
 from array import array
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Optional
 
 from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph, SimulationError
+from chakra.simulate.network import NetworkModel
 
 INF = float("inf")
 
@@ -38,8 +40,9 @@ class Engine:
     and ends on all of them at the latest arrival plus the shortest duration any member
     recorded (that of the member that did not wait: the transfer itself)."""
 
-    def __init__(self, graphs: Sequence[SimGraph]) -> None:
+    def __init__(self, graphs: Sequence[SimGraph], network: Optional[NetworkModel] = None) -> None:
         self.graphs = list(graphs)
+        self.network = network
         self.start = [array("d", [-1.0]) * len(g.ids) for g in self.graphs]
         self.end = [array("d", [-1.0]) * len(g.ids) for g in self.graphs]
         self._events: list[tuple[float, int, int, int]] = []
@@ -156,10 +159,13 @@ class Engine:
         if len(meeting.arrivals) < len(meeting.members):
             return
         begin = max(t for t, _ in meeting.arrivals.values())
-        length = min(
-            self.graphs[self._rank_index[rank]].duration_us[n]
-            for rank, (_, n) in meeting.arrivals.items()
-        )
+        if self.network is not None:
+            length = self.network.duration_us(key.comm_type, key.size_bytes, len(meeting.members))
+        else:
+            length = min(
+                self.graphs[self._rank_index[rank]].duration_us[n]
+                for rank, (_, n) in meeting.arrivals.items()
+            )
         for rank, (arrived, n) in sorted(meeting.arrivals.items()):
             self._begin(self._rank_index[rank], n, arrived, begin + length)
 

@@ -28,10 +28,13 @@ class SimulationError(ChakraError):
 
 class CommKey(msgspec.Struct, frozen=True):
     """What a communication node must meet on the other ranks: its group and its
-    position among the group's communications on this rank."""
+    position among the group's communications on this rank; plus what a network model
+    needs (collective type, -1 for send/recv, and size in bytes)."""
 
     pg_name: str
     index: int
+    comm_type: int = -1
+    size_bytes: int = 0
 
 
 class SimGraph(msgspec.Struct):
@@ -98,7 +101,11 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
         raw_deps.append(list(node.data_deps))
         if node.type in COMM_TYPES:
             pg = get_str_attr(node, "pg_name") or ""
-            comm[position] = CommKey(pg, group_count.get(pg, 0))
+            comm_type = get_int_attr(node, "comm_type")
+            is_coll = node.type == NodeType.COMM_COLL_NODE
+            comm[position] = CommKey(pg, group_count.get(pg, 0),
+                                     comm_type if is_coll and comm_type is not None else -1,
+                                     get_int_attr(node, "comm_size", 0))  # fmt: skip
             group_count[pg] = group_count.get(pg, 0) + 1
     resources = [None] * len(resource_index)
     for key, index in resource_index.items():
