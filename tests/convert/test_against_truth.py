@@ -109,12 +109,14 @@ def test_gpu_nodes_carry_their_stream_and_cpu_nodes_none(tmp_path: Path) -> None
                if get_bool_attr(n, "is_cpu_op", True))  # fmt: skip
 
 
-def test_every_op_replays_at_its_measured_time(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_every_op_replays_at_its_measured_time(tmp_path: Path, ranks: int) -> None:
     """Host ops split at children and runtime calls, delay nodes for unexplained waits:
     with whole-microsecond traces, every op's simulated start and end equal the truth."""
     from chakra.simulate import Engine, build_graph, rank_results
 
-    options = SynthOptions(seed=5, ranks=2, steps=2, ops_per_step=70, integer_timestamps=True)
+    options = SynthOptions(seed=5, ranks=ranks, steps=2, ops_per_step=70,
+                           integer_timestamps=True)  # fmt: skip
     summary = generate_job(options, tmp_path)
     converted = [convert_rank(tmp_path, rank) for rank in summary.ranks]
     engine = Engine([build_graph(g.nodes, r) for r, (_, g) in enumerate(converted)])

@@ -58,3 +58,18 @@ def test_comparison_timeline_has_measured_processes() -> None:
     simulated = [e for e in events if e["pid"] == 0 and e["ph"] == "X"]
     assert [(e["ts"], e["dur"]) for e in measured] == [(0, 10), (12, 5)]
     assert [(e["ts"], e["dur"]) for e in simulated] == [(0, 10), (10, 5)]
+
+
+def test_utilisation_bins_and_plot(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from chakra.simulate.plot import BINS, plot_utilisation, utilisation
+
+    # one op busy for the first half of the span: the first half of the bins are full
+    bins = utilisation([0.0], [50.0], [0], 0.0, 100.0)
+    assert len(bins) == BINS
+    assert bins[: BINS // 2] == pytest.approx([1.0] * (BINS // 2))
+    assert bins[BINS // 2 :] == pytest.approx([0.0] * (BINS // 2))
+    engine = Engine([build_graph([node(1, 10), node(2, 30, (1,), stream=7)])])
+    engine.run()
+    out = tmp_path / "util.png"
+    plot_utilisation(engine, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

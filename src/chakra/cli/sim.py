@@ -21,6 +21,7 @@ from chakra.simulate.analysis import (
 )
 from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
+from chakra.simulate.plot import plot_utilisation
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_files
 
@@ -50,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--network",
         metavar="TOPOLOGY:GBPS:LATENCY_US",
         help="what-if: time collectives with an alpha-beta model, e.g. ring:100:5",
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        help="draw each GPU stream's utilisation over time, simulated vs measured (PNG)",
     )
     parser.add_argument(
         "--compare",
@@ -82,6 +88,8 @@ def _simulate(args: argparse.Namespace) -> None:
     if args.timeline is not None:
         with atomic_output(args.timeline, text=True) as out:
             json.dump(chrome_trace(engine, args.compare), out)
+    if args.plot is not None:
+        plot_utilisation(engine, args.plot)
     what_if = _what_if(engine, rules, network) if rules or network else [None] * len(results)
     if args.json:
         ranks = [

@@ -15,7 +15,6 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import ChakraError
-from chakra.et.attributes import get_bool_attr, get_int_attr, get_str_attr
 from chakra.et.schema import NodeType
 
 COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
@@ -55,14 +54,28 @@ class SimGraph(msgspec.Struct):
     comm: dict[int, CommKey]  # node index -> key, for communication nodes
 
 
-def _resource_key(node: Any, serialize_gpu: bool) -> Optional[tuple]:
-    if get_bool_attr(node, "is_cpu_op", True):
-        tid = get_int_attr(node, "tid")
-        return ("thread", tid) if tid is not None else None
+def _attrs(node: Any) -> dict[str, Any]:
+    """The attributes the simulator reads, in one pass over the node's list."""
+    values = {}
+    for attr in node.attr:
+        if attr.name in _READ:
+            kind = attr.WhichOneof("value")
+            values[attr.name] = getattr(attr, kind) if kind is not None else None
+    return values
+
+
+_READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name"})
+
+
+def _resource_key(values: dict[str, Any], serialize_gpu: bool) -> Optional[tuple]:
+    if values.get("is_cpu_op", True):
+        tid = values.get("tid")
+        return ("thread", int(tid)) if tid is not None else None
+    device = int(values.get("device") or 0)
     if serialize_gpu:  # the reference before stream ids: one GPU slot for all streams
-        return ("stream", get_int_attr(node, "device", 0), "all")
-    stream = get_int_attr(node, "stream")
-    return ("stream", get_int_attr(node, "device", 0), stream if stream is not None else 0)
+        return ("stream", device, "all")
+    stream = values.get("stream")
+    return ("stream", device, int(stream) if stream is not None else 0)
 
 
 def _csr(rows: list[list[int]]) -> tuple[array, array]:
@@ -93,19 +106,20 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
         names.append(node.name)
         durations.append(float(node.duration_micros))
         measured.append(float(node.start_time_micros) if node.start_time_micros else -1.0)
-        key = _resource_key(node, serialize_gpu)
+        values = _attrs(node)
+        key = _resource_key(values, serialize_gpu)
         if key is None:
             resource.append(NO_RESOURCE)
         else:
             resource.append(resource_index.setdefault(key, len(resource_index)))
         raw_deps.append(list(node.data_deps))
         if node.type in COMM_TYPES:
-            pg = get_str_attr(node, "pg_name") or ""
-            comm_type = get_int_attr(node, "comm_type")
+            pg = str(values.get("pg_name") or "")
+            comm_type = values.get("comm_type")
             is_coll = node.type == NodeType.COMM_COLL_NODE
             comm[position] = CommKey(pg, group_count.get(pg, 0),
-                                     comm_type if is_coll and comm_type is not None else -1,
-                                     get_int_attr(node, "comm_size", 0))  # fmt: skip
+                                     int(comm_type) if is_coll and comm_type is not None else -1,
+                                     int(values.get("comm_size") or 0))  # fmt: skip
             group_count[pg] = group_count.get(pg, 0) + 1
     resources = [None] * len(resource_index)
     for key, index in resource_index.items():
