@@ -109,14 +109,15 @@ def test_gpu_nodes_carry_their_stream_and_cpu_nodes_none(tmp_path: Path) -> None
                if get_bool_attr(n, "is_cpu_op", True))  # fmt: skip
 
 
-@pytest.mark.parametrize("ranks", [1, 2])
-def test_every_op_replays_at_its_measured_time(tmp_path: Path, ranks: int) -> None:
-    """Host ops split at children and runtime calls, delay nodes for unexplained waits:
-    with whole-microsecond traces, every op's simulated start and end equal the truth."""
+@pytest.mark.parametrize(("ranks", "whole_us"), [(1, True), (2, True), (2, False)])
+def test_every_op_replays_at_its_measured_time(tmp_path: Path, ranks: int, whole_us: bool) -> None:
+    """Host ops split at children and runtime calls, delay nodes for unexplained waits,
+    fractional durations kept in ``duration_ns``: every op's simulated start and end equal
+    the truth within 1 us (the measured starts in the .et are whole microseconds)."""
     from chakra.simulate import Engine, build_graph, rank_results
 
     options = SynthOptions(seed=5, ranks=ranks, steps=2, ops_per_step=70,
-                           integer_timestamps=True)  # fmt: skip
+                           integer_timestamps=whole_us)  # fmt: skip
     summary = generate_job(options, tmp_path)
     converted = [convert_rank(tmp_path, rank) for rank in summary.ranks]
     engine = Engine([build_graph(g.nodes, r) for r, (_, g) in enumerate(converted)])
@@ -157,4 +158,5 @@ def test_every_op_replays_at_its_measured_time(tmp_path: Path, ranks: int) -> No
             checked += 1
         assert checked == len(truth["gpu_ops"]) + sum(1 for o in truth["host_ops"] if o["host_id"])
         result = rank_results(engine)[r]
-        assert result.simulated_makespan_us == result.measured_makespan_us
+        assert result.measured_makespan_us is not None
+        assert abs(result.simulated_makespan_us - result.measured_makespan_us) < 1

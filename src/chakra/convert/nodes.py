@@ -29,6 +29,15 @@ def _micros(value: Any) -> int:
     return max(round(value), 0) if isinstance(value, (int, float)) else 0
 
 
+def _add_exact_duration(out: Any, value: Any) -> None:
+    """``duration_micros`` is a whole number; a fractional duration is also kept exactly as
+    ``duration_ns`` (the simulator prefers it), so that replays do not drift."""
+    if isinstance(value, float) and value > 0:
+        nanos = round(value * 1000)
+        if nanos != out.duration_micros * 1000:
+            out.attr.add(name="duration_ns", int64_val=nanos)
+
+
 def build_node(
     node: EtPlusNode,
     kind: Classified,
@@ -46,6 +55,7 @@ def build_node(
         duration = own_us
     out = Node(id=node.id, name=node.name, type=kind.node_type, data_deps=data_deps,
                duration_micros=_micros(duration))  # fmt: skip
+    _add_exact_duration(out, duration)
     if node.ts is not None:  # the measured start, for measured-vs-simulated comparisons
         out.start_time_micros = _micros(node.ts)
     if parent is not None:
@@ -89,6 +99,7 @@ def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: l
     """The measured idle time before a top-level CPU op, as a CPU node on its thread."""
     out = Node(id=node_id, name="[idle]", type=NodeType.COMP_NODE, data_deps=data_deps,
                duration_micros=_micros(duration_us))  # fmt: skip
+    _add_exact_duration(out, duration_us)
     if before.ts is not None:
         out.start_time_micros = _micros(before.ts - duration_us)
     if before.ctrl_deps is not None:
@@ -105,6 +116,7 @@ def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_u
               data_deps: list[int], tid: bool = True) -> Any:  # fmt: skip
     out = Node(id=node_id, name=name, type=NodeType.COMP_NODE, data_deps=data_deps,
                duration_micros=_micros(duration_us))  # fmt: skip
+    _add_exact_duration(out, duration_us)
     if start_us is not None:
         out.start_time_micros = _micros(start_us)
     out.ctrl_deps.append(op.id)

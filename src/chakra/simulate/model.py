@@ -64,7 +64,8 @@ def _attrs(node: Any) -> dict[str, Any]:
     return values
 
 
-_READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name"})
+_READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
+                   "duration_ns"})  # fmt: skip
 
 
 def _resource_key(values: dict[str, Any], serialize_gpu: bool) -> Optional[tuple]:
@@ -107,6 +108,8 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
         durations.append(float(node.duration_micros))
         measured.append(float(node.start_time_micros) if node.start_time_micros else -1.0)
         values = _attrs(node)
+        if values.get("duration_ns") is not None:  # exact duration of a fractional-µs op
+            durations[-1] = values["duration_ns"] / 1000.0
         key = _resource_key(values, serialize_gpu)
         if key is None:
             resource.append(NO_RESOURCE)
