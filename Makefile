@@ -3,7 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test lint bench clean
+.PHONY: demo test lint bench clean
+DEMO := out/demo
+
+# The bundled example: a 4-rank synthetic training step, linked, converted and simulated.
+demo: $(VENV)/.installed
+	$(BIN)/chakra_synth --out-dir $(DEMO)/traces --ranks 4 --seed 1 --ops-per-step 200 --gzip \
+		--log-level WARNING
+	$(BIN)/chakra_pipeline --trace-dir $(DEMO)/traces --output-dir $(DEMO)/results -j 2 \
+		--log-level WARNING
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest

@@ -1,0 +1,93 @@
+"""``chakra_pipeline``: host + device traces of one or many ranks -> ET+, .et, simulation,
+report, timeline and plot in one folder, with a summary table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.errors import ChakraError
+from chakra.link import LinkOptions
+from chakra.link.batch import pair_by_rank
+from chakra.pipeline import RankFiles, run_pipeline
+from chakra.pipeline.run import summary_table
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_pipeline",
+        description="Link, convert and simulate PyTorch traces of one or many ranks.",
+    )
+    parser.add_argument("--host-trace", type=Path, help="one rank: host execution trace")
+    parser.add_argument("--device-trace", type=Path, help="one rank: Kineto trace")
+    parser.add_argument("--host-dir", type=Path, help="many ranks: folder of host traces")
+    parser.add_argument("--device-dir", type=Path, help="many ranks: folder of Kineto traces")
+    parser.add_argument("--trace-dir", type=Path,
+                        help="many ranks: one folder holding both (rank<r>.host_et.json[.gz] "
+                             "and rank<r>.kineto.json[.gz], or the reference's names)")  # fmt: skip
+    parser.add_argument("--output-dir", type=Path, required=True, help="folder for the outputs")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="ranks prepared in parallel")
+    parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
+    parser.add_argument("--allow-pid-mismatch", action="store_true")
+    add_log_level_option(parser)
+    return parser
+
+
+def ranks_in_folder(folder: Path) -> list[RankFiles]:
+    """Host and device traces of every rank in one folder, by name: ``*host*``/``*kineto*``
+    (ours), or ``chakra_host_et_<r>``/``kineto_<r>`` (the reference's)."""
+    hosts = sorted(p for p in folder.iterdir() if "host" in p.name and p.name.endswith(
+        (".json", ".json.gz")))  # fmt: skip
+    devices = sorted(p for p in folder.iterdir() if "kineto" in p.name and p.name.endswith(
+        (".json", ".json.gz")))  # fmt: skip
+    from chakra.link.batch import rank_of
+
+    by_rank = {rank_of(p): p for p in devices}
+    ranks = []
+    for host in hosts:
+        rank = rank_of(host)
+        if rank not in by_rank:
+            raise ChakraError(f"{folder}: rank {rank} has {host.name} but no Kineto trace")
+        ranks.append(RankFiles(rank, host, by_rank.pop(rank)))
+    if by_rank:
+        raise ChakraError(
+            f"{folder}: ranks {sorted(by_rank)} have a Kineto trace but no host trace"
+        )
+    if not ranks:
+        raise ChakraError(f"{folder}: no host/Kineto trace pairs found")
+    return sorted(ranks, key=lambda r: r.rank)
+
+
+def _ranks(args: argparse.Namespace) -> list[RankFiles]:
+    if args.trace_dir:
+        return ranks_in_folder(args.trace_dir)
+    if args.host_dir or args.device_dir:
+        if not (args.host_dir and args.device_dir):
+            raise ChakraError("--host-dir and --device-dir go together")
+        return [RankFiles(r, h, d) for r, h, d in pair_by_rank(args.host_dir, args.device_dir)]
+    if not (args.host_trace and args.device_trace):
+        raise ChakraError("give --host-trace and --device-trace, or --trace-dir, or "
+                          "--host-dir and --device-dir")  # fmt: skip
+    return [RankFiles(0, args.host_trace, args.device_trace)]
+
+
+def _run(args: argparse.Namespace) -> None:
+    result = run_pipeline(_ranks(args), args.output_dir, jobs=args.jobs,
+                          options=LinkOptions(allow_pid_mismatch=args.allow_pid_mismatch),
+                          plot=not args.no_plot)  # fmt: skip
+    print(summary_table(result))
+    print(f"outputs in {result.output_dir}: report {result.report.name}, "
+          f"timeline {result.timeline.name} (open in https://ui.perfetto.dev)"
+          + (f", plot {result.plot.name}" if result.plot else ""))  # fmt: skip
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run_tool(build_parser(), _run, argv))
+
+
+if __name__ == "__main__":
+    main()

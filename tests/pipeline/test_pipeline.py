@@ -1,0 +1,68 @@
+"""The whole pipeline: every output written, the timeline valid Perfetto JSON, the plot a PNG."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from chakra.pipeline import RankFiles, run_pipeline
+from chakra.synth import SynthOptions, generate_job
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_perfetto_json(path: Path, ranks: int) -> None:
+    document = json.loads(path.read_text())
+    events = document["traceEvents"]
+    assert isinstance(events, list) and events
+    for event in events:
+        assert event["ph"] in ("X", "M") and "pid" in event and "name" in event
+        if event["ph"] == "X":
+            assert isinstance(event["ts"], (int, float)) and event["dur"] >= 0
+            assert "tid" in event
+    simulated_pids = {e["pid"] for e in events if e["ph"] == "X" and isinstance(e["pid"], int)}
+    assert simulated_pids == set(range(ranks))
+
+
+def test_linear_one_rank(shared_traces: Path, tmp_path: Path) -> None:
+    param = shared_traces / "param"
+    result = run_pipeline([RankFiles(0, param / "linear.host_et.json.gz",
+                                     param / "linear.kineto.json.gz")], tmp_path)  # fmt: skip
+    for name in ("rank0.et_plus.json", "rank0.et", "report.json", "timeline.json",
+                 "utilisation.png"):  # fmt: skip
+        assert (tmp_path / name).exists(), name
+    assert_perfetto_json(result.timeline, 1)
+    assert result.plot is not None and result.plot.read_bytes()[:8] == PNG
+    (rank,) = json.loads(result.report.read_text())["ranks"]
+    assert abs(rank["simulation"]["error_pct"]) < 5
+
+
+def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
+    generate_job(SynthOptions(seed=3, ranks=4, ops_per_step=70, gzip=True), tmp_path / "traces")
+    script = Path(sys.executable).parent / "chakra_pipeline"
+    out = tmp_path / "out"
+    result = subprocess.run([str(script), "--trace-dir", str(tmp_path / "traces"),
+                             "--output-dir", str(out), "-j", "2"],
+                            capture_output=True, text=True, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("rank") and len(lines) == 6
+    assert all(f"rank{r}.et" in {p.name for p in out.iterdir()} for r in range(4))
+    assert_perfetto_json(out / "timeline.json", 4)
+    assert (out / "utilisation.png").read_bytes()[:8] == PNG
+    report = json.loads((out / "report.json").read_text())
+    assert [r["rank"] for r in report["ranks"]] == [0, 1, 2, 3]
+    assert all(abs(r["simulation"]["error_pct"]) < 0.1 for r in report["ranks"])
+
+
+def test_missing_kineto_file_is_a_clear_error(tmp_path: Path) -> None:
+    generate_job(SynthOptions(seed=3, ranks=2, ops_per_step=70), tmp_path / "traces")
+    (tmp_path / "traces" / "rank1.kineto.json").unlink()
+    script = Path(sys.executable).parent / "chakra_pipeline"
+    result = subprocess.run([str(script), "--trace-dir", str(tmp_path / "traces"),
+                             "--output-dir", str(tmp_path / "out")],
+                            capture_output=True, text=True, check=False)  # fmt: skip
+    assert result.returncode == 1
+    assert "rank 1 has rank1.host_et.json but no Kineto trace" in result.stderr
