@@ -34,7 +34,7 @@ def plot_utilisation(engine: Engine, path: PathLike) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ChakraError("--plot needs matplotlib: pip install 'chakra[plot]'") from exc
+        raise ChakraError("--plot needs matplotlib: pip install matplotlib") from exc
     figure, axes = plt.subplots(len(engine.graphs), 1, figsize=(10, 3 * len(engine.graphs)),
                                 squeeze=False)  # fmt: skip
     for r, graph in enumerate(engine.graphs):
