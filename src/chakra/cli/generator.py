@@ -1,0 +1,69 @@
+"""``chakra_generator``: write microbenchmark Chakra ETs, one file per family and NPU."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.tools.generator import GeneratorOptions, generate
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_generator",
+        description="Write microbenchmark Chakra ETs (<family>.<npu>.et) for every NPU.",
+    )
+    defaults = GeneratorOptions()
+    parser.add_argument("--num_npus", type=int, default=defaults.num_npus, help="default: 64")
+    parser.add_argument(
+        "--default_runtime",
+        type=int,
+        default=defaults.runtime_us,
+        help="duration of compute nodes in microseconds (default: 5)",
+    )
+    parser.add_argument(
+        "--default_tensor_size",
+        type=int,
+        default=defaults.tensor_size,
+        help="bytes of memory and send/recv nodes (default: 1024)",
+    )
+    parser.add_argument(
+        "--default_comm_size",
+        type=int,
+        default=defaults.comm_size,
+        help="bytes of collective nodes (default: 65536)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        "--output_dir",
+        dest="output_dir",
+        default=".",
+        help="existing folder to write into (default: the current folder)",
+    )
+    add_log_level_option(parser)
+    return parser
+
+
+def _generate(args: argparse.Namespace) -> None:
+    options = GeneratorOptions(
+        num_npus=args.num_npus,
+        runtime_us=args.default_runtime,
+        tensor_size=args.default_tensor_size,
+        comm_size=args.default_comm_size,
+    )
+    written = generate(options, args.output_dir)
+    logger.info("wrote %d files to %s", len(written), args.output_dir)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run_tool(build_parser(), _generate, argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Libraries behind the companion tools: generator, visualizer, timeline visualizer, validate."""
