@@ -1,0 +1,67 @@
+"""``chakra_validate``: check Chakra ET files, and their collectives across ranks."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.et.validate import ValidationOptions
+from chakra.tools.validate import (
+    ValidationFailedError,
+    check_file,
+    cross_rank_mismatches,
+    format_text,
+    to_json,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_validate",
+        description=(
+            "Validate Chakra ET files (ids, deps, cycles, feeder attributes); with several"
+            " files, also check each process group's collectives match across ranks."
+        ),
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE.et", help="ET files (plain or gzip)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument(
+        "--require-streams",
+        action="store_true",
+        help="GPU nodes must carry a stream attribute",
+    )
+    add_log_level_option(parser)
+    return parser
+
+
+def _validate(args: argparse.Namespace) -> None:
+    options = ValidationOptions(require_streams=args.require_streams)
+    results = [check_file(path, options) for path in args.files]
+    mismatches = cross_rank_mismatches(results) if len(results) > 1 else []
+    if args.json:
+        print(json.dumps(to_json(results, mismatches), indent=1))
+    else:
+        print("\n".join(format_text(results, mismatches)))
+    failed = sum(not r.ok for r in results)
+    if failed or mismatches:
+        parts = []
+        if failed:
+            parts.append(f"{failed} of {len(results)} files failed validation")
+        if mismatches:
+            parts.append(f"{len(mismatches)} process groups differ across ranks")
+        raise ValidationFailedError("; ".join(parts))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run_tool(build_parser(), _validate, argv))
+
+
+if __name__ == "__main__":
+    main()

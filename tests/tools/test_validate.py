@@ -1,0 +1,87 @@
+"""``chakra_validate``: per-file verdicts, exit status, cross-rank collective consistency."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from chakra.et import GlobalMetadata, Node, NodeType, add_attr, write_et
+from chakra.et.validate import ValidationOptions
+from chakra.tools.validate import check_file, cross_rank_mismatches
+
+
+def validate(*args: str) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).parent / "chakra_validate"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+
+
+def coll(node_id: int, comm_type: int, size: int, pg: str = "0", deps: tuple = ()) -> Node:
+    node = Node(id=node_id, name=f"coll{node_id}", type=NodeType.COMM_COLL_NODE)
+    node.data_deps.extend(deps)
+    add_attr(node, "is_cpu_op", False)
+    add_attr(node, "comm_type", comm_type)
+    add_attr(node, "comm_size", size)
+    add_attr(node, "pg_name", pg)
+    return node
+
+
+def comp(node_id: int, deps: tuple = ()) -> Node:
+    node = Node(id=node_id, name=f"comp{node_id}", type=NodeType.COMP_NODE)
+    node.data_deps.extend(deps)
+    add_attr(node, "is_cpu_op", False)
+    return node
+
+
+def write(path: Path, nodes: list) -> str:
+    write_et(path, GlobalMetadata(version="1.0.0"), nodes)
+    return str(path)
+
+
+def test_good_file_passes(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.et", [comp(0), coll(1, 0, 64, deps=(0,))])
+    result = validate(good)
+    assert result.returncode == 0, result.stderr
+    assert "ok (2 nodes)" in result.stdout
+
+
+def test_broken_files_fail_with_problems(tmp_path: Path) -> None:
+    dangling = write(tmp_path / "dangling.et", [comp(0, deps=(7,))])
+    cycle = write(tmp_path / "cycle.et", [comp(0, deps=(1,)), comp(1, deps=(0,))])
+    no_size = Node(id=0, name="c", type=NodeType.COMM_COLL_NODE)
+    add_attr(no_size, "is_cpu_op", False)
+    add_attr(no_size, "comm_type", 0)
+    missing = write(tmp_path / "missing.et", [no_size])
+    garbage = tmp_path / "garbage.et"
+    garbage.write_bytes(b"\xff\xff\xff\xff")
+    result = validate(dangling, cycle, missing, str(garbage))
+    assert result.returncode == 1
+    assert "dangling_data_dep" in result.stdout and "cycle" in result.stdout
+    assert "missing_attr" in result.stdout and "unreadable" in result.stdout
+    assert result.stderr.strip() == "chakra_validate: error: 4 of 4 files failed validation"
+
+
+def test_cross_rank_mismatch_detected(tmp_path: Path) -> None:
+    rank0 = write(tmp_path / "r0.et", [coll(0, 0, 64), coll(1, 2, 128), coll(2, 0, 8, pg="1")])
+    rank1 = write(tmp_path / "r1.et", [coll(0, 0, 64), coll(1, 2, 256), coll(2, 0, 8, pg="1")])
+    results = [check_file(p, ValidationOptions()) for p in (rank0, rank1)]
+    (mismatch,) = cross_rank_mismatches(results)
+    assert mismatch.pg == "0" and "operation #2" in mismatch.message
+    assert "comm_size=128" in mismatch.message and "comm_size=256" in mismatch.message
+    result = validate("--json", rank0, rank1)
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert [f["ok"] for f in report["files"]] == [True, True]
+    assert [c["pg"] for c in report["cross_rank"]] == ["0"]
+
+
+def test_cross_rank_count_difference_and_agreement(tmp_path: Path) -> None:
+    rank0 = write(tmp_path / "r0.et", [coll(0, 0, 64), coll(1, 0, 64)])
+    rank1 = write(tmp_path / "r1.et", [coll(5, 0, 64)])
+    rank2 = write(tmp_path / "r2.et", [coll(3, 0, 64), comp(4), coll(9, 0, 64)])
+    results = [check_file(p, ValidationOptions()) for p in (rank0, rank1, rank2)]
+    (mismatch,) = cross_rank_mismatches(results)
+    assert "has 2 communication nodes" in mismatch.message
+    assert cross_rank_mismatches([results[0], results[2]]) == []
+    assert validate(rank0, rank2).returncode == 0
