@@ -1,0 +1,69 @@
+"""``chakra_visualizer``: draw a Chakra ET's dependency graph (.dot, .graphml, .pdf/.svg/.png)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.tools.visualize import DEFAULT_MAX_NODES, Selection, parse_id_range, visualize
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_visualizer",
+        description=(
+            "Draw the data (solid) and control (dashed) dependencies of a Chakra ET."
+            " .dot and .graphml need nothing else; .pdf, .svg and .png need Graphviz's dot."
+        ),
+    )
+    parser.add_argument("--input_filename", required=True, help="Chakra ET file (.et)")
+    parser.add_argument(
+        "--output_filename",
+        required=True,
+        help="output; its extension (.dot, .graphml, .pdf, .svg, .png) picks the format",
+    )
+    parser.add_argument(
+        "--max-nodes",
+        "--max_nodes",
+        dest="max_nodes",
+        type=int,
+        default=DEFAULT_MAX_NODES,
+        help=f"refuse to draw more nodes than this (default: {DEFAULT_MAX_NODES})",
+    )
+    parser.add_argument(
+        "--id-range",
+        "--id_range",
+        dest="id_range",
+        metavar="A:B",
+        help="draw only nodes with A <= id <= B (either end may be left out)",
+    )
+    parser.add_argument(
+        "--name-filter",
+        "--name_filter",
+        dest="name_filter",
+        metavar="REGEX",
+        help="draw only nodes whose name matches REGEX (re.search)",
+    )
+    add_log_level_option(parser)
+    return parser
+
+
+def _visualize(args: argparse.Namespace) -> None:
+    first, last = parse_id_range(args.id_range) if args.id_range else (None, None)
+    selection = Selection(first, last, args.name_filter)
+    count = visualize(args.input_filename, args.output_filename, selection, args.max_nodes)
+    logger.info("drew %d nodes into %s", count, args.output_filename)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run_tool(build_parser(), _visualize, argv))
+
+
+if __name__ == "__main__":
+    main()
