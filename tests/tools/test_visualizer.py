@@ -106,7 +106,7 @@ def test_rendered_formats_go_through_dot(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "dot"
-    fake.write_text('#!/bin/sh\necho "format $1"\ncat\n')
+    fake.write_text('#!/bin/sh\necho "format $1"\nwhile IFS= read -r line; do echo "$line"; done\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
     out = tmp_path / "g.svg"
