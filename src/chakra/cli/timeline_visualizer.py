@@ -1,0 +1,65 @@
+"""``chakra_timeline_visualizer``: a simulator log as a Chrome trace, times in microseconds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.fileio import atomic_output
+from chakra.tools.timeline import INPUT_FORMATS, complete_events, timeline
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chakra_timeline_visualizer",
+        description=(
+            "Turn an ASTRA-sim issue/callback log (or a chakra_sim --timeline trace) into a"
+            " Chrome/Perfetto trace with times in microseconds."
+        ),
+    )
+    parser.add_argument("--input_filename", required=True, help="simulator log or trace")
+    parser.add_argument("--output_filename", required=True, help="Chrome trace JSON to write")
+    parser.add_argument("--num_npus", type=int, help="NPUs in the log (astra-sim format)")
+    parser.add_argument(
+        "--npu_frequency",
+        type=float,
+        metavar="MHZ",
+        help="NPU clock in MHz, to turn cycles into microseconds (astra-sim format)",
+    )
+    parser.add_argument(
+        "--input-format",
+        "--input_format",
+        dest="input_format",
+        choices=INPUT_FORMATS,
+        default="astra-sim",
+        help="astra-sim: issue/callback log (default); chakra-sim: chakra_sim --timeline JSON",
+    )
+    parser.add_argument("--log_filename", help="also write this tool's log to this file")
+    add_log_level_option(parser)
+    return parser
+
+
+def _convert(args: argparse.Namespace) -> None:
+    if args.log_filename:
+        handler = logging.FileHandler(args.log_filename)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s: %(message)s"))
+        logging.getLogger().addHandler(handler)
+    trace = timeline(args.input_filename, args.input_format, args.num_npus, args.npu_frequency)
+    with atomic_output(args.output_filename, text=True) as out:
+        json.dump(trace, out)
+    logger.info("wrote %d events to %s", len(complete_events(trace)), args.output_filename)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    sys.exit(run_tool(build_parser(), _convert, argv))
+
+
+if __name__ == "__main__":
+    main()
