@@ -71,8 +71,10 @@ def test_line_numbered_errors(tmp_path: Path, text: str, message: str) -> None:
 def test_cli_log_and_error(tmp_path: Path) -> None:
     log, out = write_log(tmp_path, LOG), tmp_path / "out.json"
     result = timeline_cli("--input_filename", str(log), "--output_filename", str(out),
-                          "--num_npus", "2", "--npu_frequency", "1500")  # fmt: skip
+                          "--num_npus", "2", "--npu_frequency", "1500",
+                          "--log_filename", str(tmp_path / "tool.log"))  # fmt: skip
     assert result.returncode == 0, result.stderr
+    assert "wrote 2 events" in (tmp_path / "tool.log").read_text()
     events = complete_events(json.loads(out.read_text()))
     assert events[0]["ts"] == pytest.approx(1000 / 1500)
     bad = write_log(tmp_path, "issue,a=0,b=1,c=2,d=x\nissue,a=0,b=2,c=2,d=x\n")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.errors import FileAccessError
 from chakra.fileio import atomic_output
 from chakra.tools.timeline import INPUT_FORMATS, complete_events, timeline
 
@@ -48,7 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _convert(args: argparse.Namespace) -> None:
     if args.log_filename:
-        handler = logging.FileHandler(args.log_filename)
+        try:
+            handler = logging.FileHandler(args.log_filename)
+        except OSError as exc:
+            message = f"cannot write log file {args.log_filename}: {exc.strerror or exc}"
+            raise FileAccessError(message) from exc
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s: %(message)s"))
         logging.getLogger().addHandler(handler)
     trace = timeline(args.input_filename, args.input_format, args.num_npus, args.npu_frequency)
