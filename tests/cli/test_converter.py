@@ -58,10 +58,10 @@ def test_no_arguments_prints_help_and_exits_0() -> None:
 
 @pytest.mark.parametrize(
     ("args", "expected"),
-    [(["Text", "--input", "w.txt", "--output", "o", "--num-npus", "2", "--num-passes", "1"],
-      "Text conversion is not available yet"),
+    [(["Text", "--input", "missing_w.txt", "--output", "o", "--num-npus", "2",
+       "--num-passes", "1"], "cannot read missing_w.txt"),
      (["--input_type", "Text", "--input_filename", "w", "--output_filename", "o"],
-      "Text conversion is not available yet"),
+      "Text conversion needs --num-npus and --num-passes"),
      (["--input_type", "PyTorch"], "missing --input/--output"),
      (["--input_type", "Caffe", "--input_filename", "a", "--output_filename", "b"],
       "choose a conversion: PyTorch or Text")],

@@ -2,8 +2,8 @@
 
 Both reference interfaces: ``chakra_converter [--log-filename F] PyTorch --input X --output Y
 [--simulate]`` (1.0) and ``chakra_converter --input_type PyTorch --input_filename X
---output_filename Y [--simulate]`` (0.0.4). ``Text`` (ASTRA-sim text workloads) arrives with
-the companion tools.
+--output_filename Y [--simulate]`` (0.0.4). ``Text`` converts an ASTRA-sim text workload into
+``<output>.<npu>.et`` per NPU (``--num-npus``/``--num-passes``, or ``--num_npus``/``--num_passes``).
 """
 
 from __future__ import annotations
@@ -65,6 +65,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _convert_text(args: argparse.Namespace) -> None:
+    from chakra.text import convert_text
+
+    source = getattr(args, "input", None) or args.input_filename
+    prefix = getattr(args, "output", None) or args.output_filename
+    if not source or not prefix:
+        raise ChakraError("missing --input/--output (or --input_filename/--output_filename)")
+    if args.num_npus is None or args.num_passes is None:
+        raise ChakraError("Text conversion needs --num-npus and --num-passes (or --num_npus "
+                          "and --num_passes)")  # fmt: skip
+    paths = convert_text(source, prefix, args.num_npus, args.num_passes)
+    logger.info("wrote %d files: %s ... %s", len(paths), paths[0], paths[-1])
+
+
 def _convert(args: argparse.Namespace) -> None:
     if args.log_filename:
         handler = logging.FileHandler(args.log_filename, mode="w")
@@ -72,7 +86,8 @@ def _convert(args: argparse.Namespace) -> None:
         logging.getLogger().addHandler(handler)
     kind = args.command or args.input_type
     if kind == "Text":
-        raise ChakraError(f"Text conversion {NOT_YET} (it arrives with the companion tools)")
+        _convert_text(args)
+        return
     if kind != "PyTorch":
         raise ChakraError("choose a conversion: PyTorch or Text (see --help)")
     source = getattr(args, "input", None) or args.input_filename

@@ -1,0 +1,71 @@
+"""``convert_text``: an ASTRA-sim text workload file -> one Chakra ET file per NPU."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from chakra.errors import ChakraError, FileAccessError, PathLike
+from chakra.et import GlobalMetadata, set_attr, write_et
+from chakra.text.graph import build_npu_graph
+from chakra.text.workload import TextWorkloadError, parse_workload
+
+logger = logging.getLogger(__name__)
+
+#: The ``schema`` attribute the reference text converter writes (1.0 interface).
+SCHEMA = "1.0.2-chakra.1.0.0"
+
+
+def read_workload_text(path: PathLike) -> str:
+    """The text of ``path`` (UTF-8, newlines normalised as a text-mode read does)."""
+    try:
+        with open(path, encoding="utf-8") as source:
+            return source.read()
+    except UnicodeDecodeError as exc:
+        raise TextWorkloadError(path, None, f"not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def workload_metadata(text: str) -> GlobalMetadata:
+    """The GlobalMetadata the reference writes: ``schema`` and the whole ``input_file``."""
+    metadata = GlobalMetadata()
+    set_attr(metadata, "schema", SCHEMA)
+    set_attr(metadata, "input_file", text)
+    return metadata
+
+
+def output_paths(prefix: PathLike, num_npus: int) -> list[Path]:
+    """``<prefix>.<npu>.et`` for every NPU, as the reference names them."""
+    return [Path(f"{prefix}.{npu}.et") for npu in range(num_npus)]
+
+
+def convert_text(
+    input_path: PathLike, prefix: PathLike, num_npus: int, num_passes: int
+) -> list[Path]:
+    """Convert the text workload ``input_path`` and write ``<prefix>.<npu>.et`` for npu in
+    ``0..num_npus-1``; return the paths written.
+
+    Every NPU runs the same program, so the files are identical (ids restart at 0 in each,
+    unlike the reference, whose files differ only by an id offset). Each file is written
+    atomically; nothing is written when the workload does not parse.
+    """
+    if num_npus < 1:
+        raise ChakraError(f"num_npus must be at least 1, got {num_npus}")
+    text = read_workload_text(input_path)
+    workload = parse_workload(text, input_path)
+    nodes = build_npu_graph(workload, num_passes)
+    metadata = workload_metadata(text)
+    paths = output_paths(prefix, num_npus)
+    for path in paths:
+        write_et(path, metadata, nodes)
+    logger.info(
+        "%s workload, %d layers, %d passes: %d nodes per NPU written to %s.{0..%d}.et",
+        workload.parallelism.value,
+        len(workload.layers),
+        num_passes,
+        len(nodes),
+        prefix,
+        num_npus - 1,
+    )
+    return paths
