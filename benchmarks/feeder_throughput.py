@@ -6,7 +6,7 @@ file; each window size is fed in its own process through the typical loop (get n
 free its children, remove it), which reports nodes/s and its peak RSS next to the RSS it had
 before feeding, so memory growth with the file (there should be none) shows.
 
-    python benchmarks/feeder_throughput.py [--nodes 2000000] [--windows 4096 1048576] [--gzip]
+    python benchmarks/feeder_throughput.py [--nodes 2000000] [--windows 4096 65536 1048576] [--gzip]
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def feed(path: str, window: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2_000_000)
-    parser.add_argument("--windows", type=int, nargs="+", default=[4096, 1 << 20])
+    parser.add_argument("--windows", type=int, nargs="+", default=[4096, 65_536, 1 << 20])
     parser.add_argument("--gzip", action="store_true", help="write the ET gzip-compressed")
     parser.add_argument("--feed", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -24,8 +24,10 @@ from chakra.feeder.node import FeederNode
 
 logger = logging.getLogger(__name__)
 
-#: The C++ feeder's window: 4096 x 256 nodes.
-DEFAULT_WINDOW_SIZE = 4096 * 256
+#: Default window, in nodes. The C++ feeder uses 4096 x 256 = 1,048,576; a loaded node costs
+#: about 1.5 KiB here (protobuf message and wrapper), so that window would hold ~1.6 GB, with
+#: no speed gain (benchmarks/feeder_throughput.py). Pass ``window_size=4096 * 256`` for parity.
+DEFAULT_WINDOW_SIZE = 65_536
 
 
 class EtFeeder:
@@ -244,7 +246,8 @@ class EtFeeder:
 
     def remove_node(self, node_id: int) -> None:
         """Forget node ``node_id`` (also from the issuable set) and read ahead if the window
-        has room. An id not loaded raises :class:`UnknownNodeError`."""
+        has room. Free its children first: children of a node removed unfreed never become
+        issuable. An id not loaded raises :class:`UnknownNodeError`."""
         node = self._nodes.pop(node_id, None)
         if node is None:
             raise self._unknown(node_id, "remove")
