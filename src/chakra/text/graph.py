@@ -8,8 +8,8 @@ would have depended on such a missing collective depends on the collective's own
 instead, so the ordering it implied is kept (the reference's DLRM path already falls back
 from a missing weight-gradient collective to the weight-gradient compute this way).
 
-A "handle" below is the tuple of node ids a later node must wait for to wait for a step: one
-id for a real node, the skipped collective's dependencies for a ``NONE`` one.
+A "handle" below is the tuple of node ids that a later node depends on to follow one step:
+the node's own id for a real node, the skipped collective's dependencies for a ``NONE`` one.
 """
 
 from __future__ import annotations
