@@ -19,7 +19,6 @@ from chakra.convert import ConvertOptions, convert_file
 from chakra.errors import ChakraError
 
 logger = logging.getLogger(__name__)
-NOT_YET = "is not available yet in this version of chakra"
 
 
 def _add_pytorch_options(parser: argparse.ArgumentParser) -> None:
