@@ -33,6 +33,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-j", "--jobs", type=int, default=1, help="ranks prepared in parallel")
     parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
     parser.add_argument("--allow-pid-mismatch", action="store_true")
+    parser.add_argument(
+        "--no-resume",
+        action="store_true",
+        help="redo every rank, even those whose outputs are newer than inputs",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=float,
+        metavar="GB",
+        help="memory budget (GiB) for ranks in flight, each estimated at 6x "
+        "its uncompressed input size; at least one rank always runs",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=("process", "dask"),
+        default="process",
+        help="where ranks are prepared: local processes (default) or Dask",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --executor dask: scheduler address (tcp://host:8786), or "
+        "local:N to start N local worker processes; paths must be on a "
+        "file system the workers share",
+    )
     add_log_level_option(parser)
     return parser
 
@@ -76,9 +101,16 @@ def _ranks(args: argparse.Namespace) -> list[RankFiles]:
 
 
 def _run(args: argparse.Namespace) -> None:
+    if args.scheduler and args.executor != "dask":
+        raise ChakraError("--scheduler goes with --executor dask")
     result = run_pipeline(_ranks(args), args.output_dir, jobs=args.jobs,
                           options=LinkOptions(allow_pid_mismatch=args.allow_pid_mismatch),
-                          plot=not args.no_plot)  # fmt: skip
+                          plot=not args.no_plot, resume=not args.no_resume,
+                          max_memory_gb=args.max_memory, executor=args.executor,
+                          scheduler=args.scheduler)  # fmt: skip
+    if result.reused:
+        print(f"reused {len(result.reused)} of {len(result.ranks)} ranks from an earlier run "
+              "(outputs newer than inputs; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
     print(summary_table(result))
     print(f"outputs in {result.output_dir}: report {result.report.name}, "
           f"timeline {result.timeline.name} (open in https://ui.perfetto.dev)"

@@ -5,6 +5,7 @@ Output folder layout::
 
     rank<r>.et_plus.json   linked host + device trace
     rank<r>.et             Chakra ET graph
+    rank<r>.report.json    that rank's link and convert reports (for resuming)
     report.json            per rank: link coverage, conversion counts, simulated vs measured
     timeline.json          simulated (and measured) schedule, Chrome/Perfetto JSON
     utilisation.png        GPU stream utilisation over time, simulated vs measured
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,6 +27,8 @@ from chakra.errors import ChakraError
 from chakra.fileio import atomic_output
 from chakra.link import LinkOptions
 from chakra.link.batch import link_files
+from chakra.pipeline.resume import rank_outputs, reusable_entry, write_rank_report
+from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
 from chakra.simulate.analysis import critical_path
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_files
@@ -40,54 +43,105 @@ class RankFiles(msgspec.Struct, frozen=True):
 
 
 class PipelineResult(msgspec.Struct, frozen=True):
-    """Per-rank results and where the outputs are."""
+    """Per-rank results, where the outputs are, and the ranks reused from an earlier run."""
 
     output_dir: Path
     ranks: list[dict[str, Any]]
     timeline: Path
     plot: Optional[Path]
     report: Path
+    reused: list[int] = []
+
+
+class Execution(msgspec.Struct, frozen=True):
+    """How the per-rank stages run; ``max_memory_bytes`` None means no memory budget."""
+
+    jobs: int = 1
+    resume: bool = True
+    max_memory_bytes: Optional[int] = None
+    executor: str = "process"
+    scheduler: Optional[str] = None
 
 
 def _link_and_convert(job: tuple[RankFiles, Path, LinkOptions]) -> dict[str, Any]:
     files, folder, options = job
-    et_plus = folder / f"rank{files.rank}.et_plus.json"
-    et = folder / f"rank{files.rank}.et"
+    et_plus, et, report = rank_outputs(folder, files.rank)
     link = link_files(files.host, files.device, et_plus, options)
     conversion = convert_file(et_plus, et)
-    return {
+    entry = {
         "rank": files.rank, "et_plus": str(et_plus), "et": str(et),
         "link": msgspec.to_builtins(link), "convert": msgspec.to_builtins(conversion),
     }  # fmt: skip
+    write_rank_report(report, entry, options)
+    return entry
 
 
 def _progress(total: int) -> Any:
     """A tqdm bar on a terminal, else None."""
-    if not sys.stderr.isatty():
+    if not sys.stderr.isatty() or total == 0:
         return None
     from tqdm import tqdm
 
     return tqdm(total=total, desc="link + convert", unit="rank", file=sys.stderr)
 
 
-def _prepare(ranks: list[RankFiles], folder: Path, options: LinkOptions, jobs: int) -> list:
-    work = [(files, folder, options) for files in ranks]
-    bar = _progress(len(work))
-    results = []
-    if jobs <= 1:
+def _execute(work: list, execution: Execution, on_done: Any) -> list:
+    """Run ``_link_and_convert`` over ``work`` serially, in a process pool or on Dask."""
+    estimates = [estimate_peak_bytes(files.host, files.device) for files, _, _ in work]
+    budget = execution.max_memory_bytes
+    if execution.executor == "dask":
+        with dask_client(execution.scheduler or "") as client:
+
+            def submit(job: Any) -> Any:
+                return client.submit(_link_and_convert, job, pure=False)
+
+            return run_bounded(work, estimates, submit, dask_wait(), max_in_flight=len(work),
+                               budget_bytes=budget, on_done=on_done)  # fmt: skip
+    if execution.jobs <= 1:
+        results = []
         for job in work:
             results.append(_link_and_convert(job))
-            if bar is not None:
-                bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for future in as_completed([pool.submit(_link_and_convert, job) for job in work]):
-                results.append(future.result())
-                if bar is not None:
-                    bar.update()
-    if bar is not None:
-        bar.close()
-    return sorted(results, key=lambda r: r["rank"])
+            on_done(results[-1])
+        return results
+    with ProcessPoolExecutor(max_workers=execution.jobs) as pool:
+
+        def submit_local(job: Any) -> Any:
+            return pool.submit(_link_and_convert, job)
+
+        return run_bounded(work, estimates, submit_local, wait, max_in_flight=execution.jobs,
+                           budget_bytes=budget, on_done=on_done)  # fmt: skip
+
+
+def _prepare(
+    ranks: list[RankFiles], folder: Path, options: LinkOptions, execution: Execution
+) -> tuple[list, list[int]]:
+    """Every rank's report entry (sorted by rank) and the ranks reused from an earlier run."""
+    reused: list[dict[str, Any]] = []
+    work = []
+    for files in ranks:
+        entry = None
+        if execution.resume:
+            entry = reusable_entry(folder, files.rank, (files.host, files.device), options)
+        if entry is not None:
+            reused.append(entry)
+        else:
+            work.append((files, folder, options))
+    if reused:
+        logger.info("reusing %d of %d ranks from an earlier run (outputs newer than inputs)",
+                    len(reused), len(ranks))  # fmt: skip
+    bar = _progress(len(work))
+
+    def on_done(_: Any) -> None:
+        if bar is not None:
+            bar.update()
+
+    try:
+        results = _execute(work, execution, on_done) if work else []
+    finally:
+        if bar is not None:
+            bar.close()
+    entries = sorted(reused + results, key=lambda r: r["rank"])
+    return entries, sorted(entry["rank"] for entry in reused)
 
 
 def run_pipeline(
@@ -97,13 +151,30 @@ def run_pipeline(
     jobs: int = 1,
     options: Optional[LinkOptions] = None,
     plot: bool = True,
+    resume: bool = True,
+    max_memory_gb: Optional[float] = None,
+    executor: str = "process",
+    scheduler: Optional[str] = None,
 ) -> PipelineResult:
     """Run every stage for ``ranks`` (simulated together, so collectives meet) and write
-    the outputs; raises ChakraError naming the rank and file at the first failure."""
+    the outputs; raises ChakraError naming the rank and file at the first failure.
+
+    Linking and converting run per rank: serially (``jobs`` 1), in ``jobs`` worker
+    processes, or with ``executor="dask"`` as tasks on the Dask distributed cluster at
+    ``scheduler`` (an address, or ``local:N`` for N local worker processes). Dask workers
+    read the inputs and write the outputs at the same plain paths, so they need a shared
+    file system; fsspec URLs (s3://...) are not supported.
+
+    ``resume``: ranks whose outputs are complete and newer than their inputs (see
+    :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes only the rest.
+    ``max_memory_gb``: a budget in GiB for the ranks in flight at once, each estimated at
+    ``PEAK_PER_INPUT_BYTE`` (6) times its uncompressed input size; one rank always runs.
+    """
     if not ranks:
         raise ChakraError("no ranks to process")
+    execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
     output_dir.mkdir(parents=True, exist_ok=True)
-    prepared = _prepare(ranks, output_dir, options or LinkOptions(), jobs)
+    prepared, reused = _prepare(ranks, output_dir, options or LinkOptions(), execution)
     engine = simulate_files([Path(r["et"]) for r in prepared])
     results: list[RankResult] = rank_results(engine)
     for r, (entry, result) in enumerate(zip(prepared, results)):
@@ -121,7 +192,21 @@ def run_pipeline(
     report = output_dir / "report.json"
     with atomic_output(report, text=True) as out:
         json.dump({"ranks": prepared}, out, indent=2, sort_keys=True)
-    return PipelineResult(output_dir, prepared, timeline, picture, report)
+    return PipelineResult(output_dir, prepared, timeline, picture, report, reused)
+
+
+def _execution(
+    jobs: int, resume: bool, max_memory_gb: Optional[float], executor: str,
+    scheduler: Optional[str],
+) -> Execution:  # fmt: skip
+    if executor not in ("process", "dask"):
+        raise ChakraError(f"unknown executor {executor!r}: expected 'process' or 'dask'")
+    if executor == "dask" and not scheduler:
+        raise ChakraError("the dask executor needs a scheduler address or local:N")
+    if max_memory_gb is not None and max_memory_gb <= 0:
+        raise ChakraError(f"memory budget must be positive, got {max_memory_gb} GiB")
+    budget = None if max_memory_gb is None else int(max_memory_gb * 2**30)
+    return Execution(jobs, resume, budget, executor, scheduler)
 
 
 def summary_table(result: PipelineResult) -> str:
