@@ -4,6 +4,7 @@ outputs, and a batch killed halfway finishes only its missing ranks when rerun."
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -62,15 +63,25 @@ def test_killed_batch_finishes_only_the_missing_ranks(traces: Path, serial: Path
     script = Path(sys.executable).parent / "chakra_pipeline"
     command = [str(script), "--trace-dir", str(traces), "--output-dir", str(tmp_path),
                "-j", "2", "--no-plot"]  # fmt: skip
-    batch = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its own process group, so that the kill takes its worker processes down with it
+    batch = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
     while len(list(tmp_path.glob("rank*.report.json"))) < RANKS // 2:
         assert batch.poll() is None and time.monotonic() < deadline, "batch ended too early"
         time.sleep(0.05)
-    batch.send_signal(signal.SIGKILL)
+    os.killpg(batch.pid, signal.SIGKILL)
     batch.wait()
+    gone = time.monotonic() + 10
+    while time.monotonic() < gone:  # until no process of the group is left
+        try:
+            os.killpg(batch.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
     finished = {p.name.split(".")[0] for p in tmp_path.glob("rank*.report.json")}
     assert RANKS // 2 <= len(finished) < RANKS
     result = run_pipeline(ranks_in_folder(traces), tmp_path, jobs=2, plot=False)
-    assert {f"rank{r}" for r in result.reused} == finished  # only the missing ones redone
+    reused = {f"rank{r}" for r in result.reused}
+    assert reused == finished, (sorted(reused - finished), sorted(finished - reused))
     same_outputs(tmp_path, serial)
