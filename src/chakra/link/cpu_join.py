@@ -129,11 +129,10 @@ def _join_by_alignment(ops, events, options, window, label) -> CpuJoin:
         choice = _best_thread(names, kineto_threads, used, span, options, notes)
         if choice is None:
             continue
-        thread, alignment, rank_of_choice = choice
+        thread, kineto_ops, alignment, rank_of_choice = choice
         if span is None:
             chosen = rank_of_choice
         used.add(thread)
-        kineto_ops = kineto_threads[thread]
         for h, k in alignment.pairs:
             matches[host_ops[h].id] = (kineto_ops[k], JoinStrategy.NAME_ALIGNMENT)
         if span is None:
@@ -161,7 +160,9 @@ def _next_start(kineto_ops, alignment, end) -> float:
 
 
 def _best_thread(names, kineto_threads, used, span, options, notes):
-    """The Kineto thread and window that align best with one host thread's op names."""
+    """The Kineto thread that aligns best with one host thread's op names: ``(thread, its
+    events considered, alignment (indices into those events), (pick, equally good count))``,
+    or None."""
     best = None
     for thread, kineto_ops in kineto_threads.items():
         if thread in used:
@@ -183,5 +184,4 @@ def _best_thread(names, kineto_threads, used, span, options, notes):
             f"{len(alignments)} Kineto iterations match the host ET equally well; linked the "
             f"first (choose another with --iteration N)"
         )
-    kineto_threads[thread] = view
-    return thread, alignments[pick], (pick, len(alignments))
+    return thread, view, alignments[pick], (pick, len(alignments))
