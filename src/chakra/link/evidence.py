@@ -52,11 +52,17 @@ def launch_edges(nodes: Iterable[GpuNode]) -> list[Edge]:
     return [Edge(EdgeKind.LAUNCH, n.parent_id, n.node_id) for n in nodes if n.parent_id is not None]
 
 
-def event_wait_edges(device: DeviceTrace, index: StreamIndex, notes: list[str]) -> list[Edge]:
+def calls_by_correlation(device: DeviceTrace) -> dict[int, KinetoEvent]:
+    """Runtime/driver calls by their ``correlation`` (shared by the GPU linker and evidence)."""
+    return {e.correlation: e for e in device.runtime_calls if e.correlation is not None}
+
+
+def event_wait_edges(
+    device: DeviceTrace, index: StreamIndex, calls: Mapping[int, KinetoEvent], notes: list[str]
+) -> list[Edge]:
     """From CUPTI ``Stream Wait Event`` records: the last op enqueued on the recording stream
     before ``cudaEventRecord`` -> the first op enqueued on the waiting stream after the
     ``cudaStreamWaitEvent``."""
-    calls = {e.correlation: e for e in device.runtime_calls if e.correlation is not None}
     edges = []
     for sync in device.cuda_syncs:
         args = sync.args
@@ -110,13 +116,13 @@ def host_sync_edges(
     index: StreamIndex,
     gpu_nodes: Sequence[GpuNode],
     timeline: HostTimeline,
+    calls: Mapping[int, KinetoEvent],
     notes: list[str],
 ) -> list[Edge]:
     """GPU op -> the host op that could only run after it: for each synchronising call
     (device, stream and event synchronize; blocking cudaMemcpy), the last op launched before
     it on each stream it waits for -> the next host op on the calling thread after the call
     (None when nothing follows). ``via`` is the synchronising call."""
-    calls = {e.correlation: e for e in device.runtime_calls if e.correlation is not None}
     syncs = {s.args.correlation: s for s in device.cuda_syncs if s.args.correlation is not None}
     by_correlation = {n.event.correlation: n for n in gpu_nodes if n.event.correlation is not None}
     kinds = (RuntimeKind.SYNC_DEVICE, RuntimeKind.SYNC_STREAM, RuntimeKind.SYNC_EVENT)

@@ -26,20 +26,18 @@ def is_nccl_kernel(event: KinetoEvent) -> bool:
 
 class GpuLinker:
     """Finds parents for GPU ops; ``host_of`` maps a Kineto CPU event (by identity) to the
-    host op id it was matched with."""
+    host op id it was matched with; ``calls`` are the runtime calls by correlation."""
 
     def __init__(
         self,
         nestings: Mapping[tuple, ThreadNesting],
         host_of: Mapping[int, int],
-        runtime_calls: Sequence[KinetoEvent],
+        calls: Mapping[int, KinetoEvent],
         window: Optional[tuple[float, float]],
     ) -> None:
         self.nestings = nestings
         self.host_of = host_of
-        self.launch_by_correlation = {
-            e.correlation: e for e in runtime_calls if e.correlation is not None
-        }
+        self.launch_by_correlation = calls
         self.cpu_by_external_id: dict[int, KinetoEvent] = {}
         for nesting in nestings.values():
             for event in nesting.events:  # outermost first: keep the first seen

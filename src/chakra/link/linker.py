@@ -16,6 +16,7 @@ from chakra.link.cpu_join import CpuJoin, join_cpu_ops, kineto_cpu_events, linka
 from chakra.link.evidence import (
     HostTimeline,
     StreamIndex,
+    calls_by_correlation,
     event_wait_edges,
     host_sync_edges,
     inter_thread_and_gaps,
@@ -91,18 +92,19 @@ def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedT
     nestings = _nestings(device)
     matches = _matches(join, nestings)
     host_of = {id(m.event): host_id for host_id, m in matches.items()}
-    linker = GpuLinker(nestings, host_of, device.runtime_calls, join.window)
+    calls = calls_by_correlation(device)
+    linker = GpuLinker(nestings, host_of, calls, join.window)
     first_gpu_id = max(op.id for op in host.ops) + 1
     all_gpu_nodes = linker.link(device.gpu_ops, first_gpu_id)
     notes = list(join.notes)
     index = StreamIndex(all_gpu_nodes)
     timeline = HostTimeline(nestings, host_of)
     thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
-    all_sync = host_sync_edges(device, index, all_gpu_nodes, timeline, notes)
+    all_sync = host_sync_edges(device, index, all_gpu_nodes, timeline, calls, notes)
     all_edges = [
         *launch_edges(all_gpu_nodes),
         *stream_order_edges(index),
-        *event_wait_edges(device, index, notes),
+        *event_wait_edges(device, index, calls, notes),
         *all_sync,
     ]
     gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, all_edges, first_gpu_id)
