@@ -113,7 +113,7 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     start_us.update({gap.node_id: by_id[gap.before].ts or 0 for gap in idle})
     broken = break_cycles(graph.deps, graph.ids, start_us)
     timed = ((n.id, n.ts) for n in trace.nodes if n.ts is not None and n.end is not None)
-    delays = add_delays(timed, graph, _measured_ends(trace, segments, idle), segments.next_id)
+    delays = add_delays(timed, graph, _measured_ends(by_id, segments, idle), segments.next_id)
     classifier = Classifier(by_id)
     kinds = {node.id: classifier.classify(node) for node in trace.nodes}
     types = Counter(kind.node_type.name for kind in kinds.values())
@@ -137,12 +137,15 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report)
 
 
-def _measured_ends(trace: EtPlusTrace, segments: Segmentation, idle: list) -> dict[int, Any]:
+def _measured_ends(
+    by_id: dict[int, EtPlusNode], segments: Segmentation, idle: list
+) -> dict[int, Any]:
     """Measured end of every node that has one: GPU ops, host op segments, idle nodes."""
-    ends: dict[int, Any] = {n.id: n.end for n in trace.nodes if n.is_gpu and n.end is not None}
+    ends: dict[int, Any] = {
+        n.id: n.end for n in by_id.values() if n.is_gpu and n.end is not None
+    }  # fmt: skip
     for op_segments in segments.segments.values():
         ends.update((s.node_id, s.end) for s in op_segments)
-    by_id = {n.id: n for n in trace.nodes}
     ends.update((g.node_id, by_id[g.before].ts) for g in idle if by_id[g.before].ts is not None)
     return ends
 
