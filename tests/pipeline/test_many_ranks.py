@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra.cli.pipeline import ranks_in_folder
-from chakra.pipeline import run_pipeline
+from chakra.pipeline import ranks_in_folder, run_pipeline
 from chakra.synth import SynthOptions, generate_job
 
 RANKS = 64

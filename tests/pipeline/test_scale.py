@@ -33,7 +33,7 @@ RANKS = 6
 def job(tmp_path_factory: pytest.TempPathFactory) -> list[RankFiles]:
     folder = tmp_path_factory.mktemp("traces")
     generate_job(SynthOptions(seed=5, ranks=RANKS, ops_per_step=70, gzip=True), folder)
-    from chakra.cli.pipeline import ranks_in_folder
+    from chakra.pipeline import ranks_in_folder
 
     return ranks_in_folder(folder)
 

@@ -13,7 +13,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError
 from chakra.link import LinkOptions
 from chakra.link.batch import pair_by_rank
-from chakra.pipeline import RankFiles, run_pipeline
+from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.run import summary_table
 
 
@@ -60,31 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_log_level_option(parser)
     return parser
-
-
-def ranks_in_folder(folder: Path) -> list[RankFiles]:
-    """Host and device traces of every rank in one folder, by name: ``*host*``/``*kineto*``
-    (ours), or ``chakra_host_et_<r>``/``kineto_<r>`` (the reference's)."""
-    hosts = sorted(p for p in folder.iterdir() if "host" in p.name and p.name.endswith(
-        (".json", ".json.gz")))  # fmt: skip
-    devices = sorted(p for p in folder.iterdir() if "kineto" in p.name and p.name.endswith(
-        (".json", ".json.gz")))  # fmt: skip
-    from chakra.link.batch import rank_of
-
-    by_rank = {rank_of(p): p for p in devices}
-    ranks = []
-    for host in hosts:
-        rank = rank_of(host)
-        if rank not in by_rank:
-            raise ChakraError(f"{folder}: rank {rank} has {host.name} but no Kineto trace")
-        ranks.append(RankFiles(rank, host, by_rank.pop(rank)))
-    if by_rank:
-        raise ChakraError(
-            f"{folder}: ranks {sorted(by_rank)} have a Kineto trace but no host trace"
-        )
-    if not ranks:
-        raise ChakraError(f"{folder}: no host/Kineto trace pairs found")
-    return sorted(ranks, key=lambda r: r.rank)
 
 
 def _ranks(args: argparse.Namespace) -> list[RankFiles]:
