@@ -253,3 +253,39 @@ def test_truncated_json_and_gzip(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     with pytest.raises(TraceFormatError, match="empty file"):
         load_host_trace(empty)
+
+
+def test_equal_names_schemas_and_attrs_are_stored_once(tmp_path: Path) -> None:
+    nodes = minimal_nodes()
+    for node_id in (10, 11):
+        op = node(node_id, "aten::add", 2, op_schema="aten::add(Tensor a) -> Tensor")
+        op["attrs"].append({"name": "kernel_backend", "type": "string", "value": "cudnn"})
+        nodes.append(op)
+    trace = load_host_trace(write(tmp_path / "h.json", host_et("1.1.1-chakra.0.0.4", nodes)))
+    first, second = trace.op_by_id()[10], trace.op_by_id()[11]
+    assert first.name is second.name and first.op_schema is second.op_schema
+    assert first.attrs is second.attrs  # the same tuple of the same HostAttr
+    assert first.attr("kernel_backend") == "cudnn"
+
+
+def test_attr_values_of_different_types_are_not_merged(tmp_path: Path) -> None:
+    nodes = minimal_nodes()
+    for node_id, value in ((10, 1), (11, True), (12, 1.0)):
+        op = node(node_id, "aten::add", 2)
+        op["attrs"].append({"name": "flag", "type": "bool", "value": value})
+        nodes.append(op)
+    ops = load_host_trace(write(tmp_path / "h.json", host_et("1.1.1", nodes))).op_by_id()
+    values = [ops[i].attr("flag") for i in (10, 11, 12)]
+    assert [type(v) for v in values] == [int, bool, float]
+
+
+def test_op_args_keep_the_whole_object_and_its_parts() -> None:
+    args = OpArgs.of(values=[[1, 2, 0, 3, 4, "cpu"]], shapes=[[3]], types=["Tensor(float)"],
+                     strides=[[1]])  # fmt: skip
+    assert bytes(args.values_json) == b'[[1,2,0,3,4,"cpu"]]'
+    assert bytes(args.shapes_json) == b"[[3]]" and bytes(args.types_json) == b'["Tensor(float)"]'
+    assert bytes(args.strides_json) == b"[[1]]" and args.strides == [[1]]
+    assert OpArgs.of(values=[]).strides_json is None
+    parts = OpArgs.from_parts(args.values_json, args.shapes_json, args.types_json)
+    assert parts.values == args.values and parts.types == args.types and parts.strides is None
+    assert args.tensor_bytes() == 12

@@ -18,7 +18,7 @@ from chakra.convert.collectives import (
 )
 from chakra.convert.et_plus_input import EtPlusNode
 from chakra.et.schema import CollectiveCommType, NodeType
-from chakra.ingest.host_json import ARGS_DECODER, NULL_JSON
+from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.host_model import OpArgs
 
 PROCESS_GROUP_INIT = "process_group:init"
@@ -56,8 +56,7 @@ def _ranks(value: Any) -> Optional[tuple[int, ...]]:
 def _tensor_bytes(raw: msgspec.Raw) -> int:
     if bytes(memoryview(raw)[:1]) != b"{":
         return 0
-    args = ARGS_DECODER.decode(raw)
-    return OpArgs(args.values, args.shapes, args.types).tensor_bytes()
+    return OpArgs(raw).tensor_bytes()
 
 
 class Classifier:
@@ -166,7 +165,7 @@ def process_groups(node: EtPlusNode) -> list[dict[str, Any]]:
     """The table in a ``## process_group:init ##`` node's inputs (empty if unreadable)."""
     if bytes(memoryview(node.inputs)[:1]) != b"{":
         return []
-    values = OpArgs(ARGS_DECODER.decode(node.inputs).values).values
+    values = OpArgs(node.inputs).values
     try:
         table = json.loads(values[0]) if values and isinstance(values[0], str) else []
     except json.JSONDecodeError:

@@ -14,7 +14,7 @@ import msgspec
 
 from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.host_json import NULL_JSON
-from chakra.ingest.json_input import decode_json, gc_paused, read_json_bytes
+from chakra.ingest.json_input import decode_element, decode_json, gc_paused, read_json_bytes
 
 Number = Union[int, float]
 logger = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):
 
 
 class _RawEtPlus(msgspec.Struct, gc=False):
-    nodes: list[EtPlusNode]
+    nodes: list[msgspec.Raw]  # decoded one at a time (see _decode_nodes)
     schema: str = ""
     pid: Optional[int] = None
     time: Optional[str] = None
@@ -130,6 +130,33 @@ class _RawEtPlus(msgspec.Struct, gc=False):
 
 
 _DECODER = msgspec.json.Decoder(_RawEtPlus, strict=False)
+_NODE_DECODER = msgspec.json.Decoder(EtPlusNode, strict=False)
+_WHAT = "ET+ trace (host + device)"
+
+
+def _decode_nodes(path: PathLike, raws: list[msgspec.Raw]) -> list[EtPlusNode]:
+    """Decode the nodes one at a time, sharing what repeats across them (names and attrs:
+    a GPU node copies its parent's attrs, host ops repeat a few hundred names), so that
+    memory holds each distinct value once and no list of raw records exists at once."""
+    shared: dict[Any, Any] = {}
+    nodes = []
+    replace = msgspec.structs.replace
+    for index in range(len(raws)):
+        node = decode_element(path, raws, index, _NODE_DECODER, _WHAT)
+        raws[index] = _EMPTY
+        attrs = []
+        for attr in node.attrs:
+            value = attr.value
+            try:  # the value's class is part of the key: 1, 1.0 and True are equal keys
+                key = (attr.name, attr.type, value.__class__, value)
+                attrs.append(shared.setdefault(key, attr))
+            except TypeError:  # a list value
+                attrs.append(attr)
+        nodes.append(replace(node, name=shared.setdefault(node.name, node.name), attrs=attrs))
+    return nodes
+
+
+_EMPTY = msgspec.Raw(b"{}")
 
 
 def load_et_plus(path: PathLike) -> EtPlusTrace:
@@ -137,10 +164,11 @@ def load_et_plus(path: PathLike) -> EtPlusTrace:
     without timing (a warning says so). Raises TraceFormatError naming the file."""
     data = read_json_bytes(path)
     with gc_paused():
-        raw: _RawEtPlus = decode_json(path, data, _DECODER, "ET+ trace (host + device)")
-    if not raw.nodes:
-        raise TraceFormatError(path, "the ET+ trace holds no nodes")
-    if not any(node.ts is not None for node in raw.nodes):
+        raw: _RawEtPlus = decode_json(path, data, _DECODER, _WHAT)
+        if not raw.nodes:
+            raise TraceFormatError(path, "the ET+ trace holds no nodes")
+        nodes = _decode_nodes(path, raw.nodes)
+    if not any(node.ts is not None for node in nodes):
         return _from_host_trace(path, data)
     return EtPlusTrace(
         path=str(path),
@@ -149,7 +177,7 @@ def load_et_plus(path: PathLike) -> EtPlusTrace:
         time=raw.time,
         start_ts=raw.start_ts,
         finish_ts=raw.finish_ts,
-        nodes=raw.nodes,
+        nodes=nodes,
         link=raw.chakra_link,
     )
 

@@ -61,7 +61,10 @@ class RawHostNode(msgspec.Struct, gc=False):
 
 
 class RawHostTrace(msgspec.Struct, gc=False):
-    nodes: list[RawHostNode]
+    """The document, its nodes left as raw JSON: the loader decodes them one at a time, so
+    that no list of every node's intermediate record is ever held at once."""
+
+    nodes: list[msgspec.Raw]
     schema: Optional[str] = None
     pid: Optional[int] = None
     time: Optional[str] = None
@@ -82,5 +85,6 @@ class RawProcessGroup(msgspec.Struct, gc=False):
 
 
 HOST_TRACE_DECODER = msgspec.json.Decoder(RawHostTrace, strict=False)
+HOST_NODE_DECODER = msgspec.json.Decoder(RawHostNode, strict=False)
 ARGS_DECODER = msgspec.json.Decoder(RawArgs)
 PROCESS_GROUPS_DECODER = msgspec.json.Decoder(list[RawProcessGroup], strict=False)

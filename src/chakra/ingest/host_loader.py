@@ -15,8 +15,8 @@ from chakra.ingest.host_comms import (
     resolve_backend_ids,
 )
 from chakra.ingest.host_json import (
-    ARGS_DECODER,
     EMPTY_JSON_LIST,
+    HOST_NODE_DECODER,
     HOST_TRACE_DECODER,
     RawHostNode,
     RawHostTrace,
@@ -30,12 +30,19 @@ from chakra.ingest.host_schema import (
     layout_by_structure,
     parse_version,
 )
-from chakra.ingest.json_input import decode_trace, gc_paused, read_json_bytes
+from chakra.ingest.json_input import (
+    decode_element,
+    decode_trace,
+    gc_paused,
+    read_json_bytes,
+)
 from chakra.ingest.vocabulary import PROCESS_GROUP_INIT_NAME, RECORD_PARAM_COMMS_NAME
 
 logger = logging.getLogger(__name__)
 
 #: attrs that every 1.0.2+ node carries; they become HostOp fields.
+_EMPTY_NODE = msgspec.Raw(b"{}")
+_NO_ARGS = OpArgs()
 STANDARD_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 WHAT = "host execution trace"
 
@@ -55,7 +62,8 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
             path, data, HOST_TRACE_DECODER, WHAT, other=("traceEvents", "Kineto device trace")
         )
         del data
-        version, layout, notes = _resolve_schema(path, raw)
+        first = _decode_node(path, raw.nodes, 0) if raw.nodes else None
+        version, layout, notes = _resolve_schema(path, raw.schema, first)
         ops = _build_ops(path, raw.nodes, layout)
     groups, group_note = _process_groups(ops)
     if group_note:
@@ -77,26 +85,38 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
     )
 
 
-def _resolve_schema(path: PathLike, raw: RawHostTrace) -> tuple[SchemaVersion, Layout, list]:
-    if raw.schema is None:
+def _resolve_schema(
+    path: PathLike, schema: Optional[str], first: Optional[RawHostNode]
+) -> tuple[SchemaVersion, Layout, list]:
+    if schema is None:
         raise TraceFormatError(path, f"no 'schema' key; not a {WHAT}")
-    first = raw.nodes[0] if raw.nodes else None
     shown = layout_by_structure(
         has_attrs=first is not None and first.attrs is not None,
         has_ctrl_deps=first is not None and first.ctrl_deps is not None,
     )
-    version = parse_version(raw.schema) or SchemaVersion(0, 0, 0)
-    known = KNOWN_SCHEMAS.get(raw.schema.strip())
+    version = parse_version(schema) or SchemaVersion(0, 0, 0)
+    known = KNOWN_SCHEMAS.get(schema.strip())
     if known is not None:
         return version, known, []
     guess = "1.0.1" if shown is Layout.TOP_LEVEL else NEWEST_KNOWN
-    note = f"unknown host ET schema version {raw.schema!r}; read with the layout of {guess}"
+    note = f"unknown host ET schema version {schema!r}; read with the layout of {guess}"
     return version, shown, [note]
 
 
-def _build_ops(path: PathLike, nodes: list[RawHostNode], layout: Layout) -> tuple[HostOp, ...]:
+def _decode_node(path: PathLike, nodes: list[msgspec.Raw], index: int) -> RawHostNode:
+    return decode_element(path, nodes, index, HOST_NODE_DECODER, WHAT)
+
+
+def _build_ops(path: PathLike, nodes: list[msgspec.Raw], layout: Layout) -> tuple[HostOp, ...]:
+    """Decode and build the ops one node at a time (each node's intermediate record is
+    freed before the next is decoded), sharing equal strings (names, schemas, attrs)."""
     build = _op_from_attrs if layout is Layout.ATTRS else _op_from_top_level
-    ops = sorted((build(path, node) for node in nodes), key=lambda op: op.id)
+    strings: dict[Any, Any] = {}
+    built = []
+    for index in range(len(nodes)):
+        built.append(build(path, _decode_node(path, nodes, index), strings))
+        nodes[index] = _EMPTY_NODE  # the raw view is not needed any more
+    ops = sorted(built, key=lambda op: op.id)
     for previous, current in zip(ops, ops[1:]):
         if previous.id == current.id:
             raise TraceFormatError(path, f"node id {current.id} appears more than once")
@@ -112,19 +132,18 @@ def _parent_of(path: PathLike, node: RawHostNode) -> int:
 
 def _args(raw: msgspec.Raw, shapes: msgspec.Raw, types: msgspec.Raw) -> OpArgs:
     """OpArgs from a raw ``inputs``/``outputs`` value: an object with values/shapes/types
-    (1.0.2+), or a bare value list whose shapes and types are sibling keys (1.0.1)."""
+    (1.0.2+, kept as it is), or a bare value list whose shapes and types are sibling keys
+    (1.0.1)."""
     first = bytes(memoryview(raw)[:1])
     if first == b"{":
-        args = ARGS_DECODER.decode(raw)
-        strides = None if is_null(args.strides) else args.strides
-        return OpArgs(args.values, args.shapes, args.types, strides)
+        return OpArgs(raw)
     if first != b"[":
-        return OpArgs()
+        return _NO_ARGS
 
     def listed(value: msgspec.Raw) -> msgspec.Raw:
         return EMPTY_JSON_LIST if is_null(value) else value
 
-    return OpArgs(raw, listed(shapes), listed(types))
+    return OpArgs.from_parts(raw, listed(shapes), listed(types))
 
 
 def _int_attr(path: PathLike, node: RawHostNode, name: str, value: Any) -> int:
@@ -136,14 +155,45 @@ def _int_attr(path: PathLike, node: RawHostNode, name: str, value: Any) -> int:
         raise TraceFormatError(path, f"node {node.id}: attr {name!r} is not an integer") from exc
 
 
-def _op_from_attrs(path: PathLike, node: RawHostNode) -> HostOp:
+def _shared(strings: dict[Any, Any], value: Any) -> Any:
+    """``value``, or the equal one seen before: millions of ops repeat a few hundred names,
+    schemas and attrs, which are then stored once."""
+    try:
+        return strings.setdefault(value, value)
+    except TypeError:  # unhashable (a list value)
+        return value
+
+
+def _shared_tuple(strings: dict[Any, Any], attrs: list[HostAttr]) -> tuple[HostAttr, ...]:
+    """One tuple per distinct sequence of (shared) attr objects; keyed by identity, since
+    equal-comparing values of different types (1, 1.0, True) must stay apart."""
+    if not attrs:
+        return ()
+    key = ("attrs", *map(id, attrs))  # the dict keeps every keyed object, so ids stay unique
+    found = strings.get(key)
+    if found is None:
+        found = strings[key] = tuple(attrs)
+    return found
+
+
+def _shared_attr(strings: dict[Any, Any], name: str, kind: str, value: Any) -> HostAttr:
+    if type(value) not in (str, int, float, bool) and value is not None:
+        return HostAttr(_shared(strings, name), _shared(strings, kind), value)
+    key = ("attr", name, kind, type(value), value)
+    attr = strings.get(key)
+    if attr is None:
+        attr = strings[key] = HostAttr(_shared(strings, name), _shared(strings, kind), value)
+    return attr
+
+
+def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -> HostOp:
     standard: dict[str, Any] = {}
     extra = []
     for attr in node.attrs or ():
         if attr.name in STANDARD_ATTRS:
             standard[attr.name] = attr.value
         else:
-            extra.append(HostAttr(attr.name, attr.type, attr.value))
+            extra.append(_shared_attr(strings, attr.name, attr.type, attr.value))
     fields = {
         name: _int_attr(path, node, name, value)
         for name, value in standard.items()
@@ -153,24 +203,24 @@ def _op_from_attrs(path: PathLike, node: RawHostNode) -> HostOp:
     outputs = _args(node.outputs, node.output_shapes, node.output_types)
     return HostOp(
         id=node.id,
-        name=node.name,
+        name=_shared(strings, node.name),
         parent_id=_parent_of(path, node),
         rf_id=fields.pop("rf_id", None),
-        op_schema=str(standard.get("op_schema", "")),
+        op_schema=_shared(strings, str(standard.get("op_schema", ""))),
         inputs=inputs,
         outputs=outputs,
-        attrs=tuple(extra),
+        attrs=_shared_tuple(strings, extra),
         comm=_comm(node, inputs, outputs),
         **fields,
     )
 
 
-def _op_from_top_level(path: PathLike, node: RawHostNode) -> HostOp:
+def _op_from_top_level(path: PathLike, node: RawHostNode, strings: dict[str, str]) -> HostOp:
     inputs = _args(node.inputs, node.input_shapes, node.input_types)
     outputs = _args(node.outputs, node.output_shapes, node.output_types)
     return HostOp(
         id=node.id,
-        name=node.name,
+        name=_shared(strings, node.name),
         parent_id=_parent_of(path, node),
         rf_id=node.rf_id,
         fw_parent=node.fw_parent or 0,
@@ -178,7 +228,7 @@ def _op_from_top_level(path: PathLike, node: RawHostNode) -> HostOp:
         scope=node.scope or 0,
         tid=node.tid or 0,
         fw_tid=node.fw_tid or 0,
-        op_schema=node.op_schema or "",
+        op_schema=_shared(strings, node.op_schema or ""),
         inputs=inputs,
         outputs=outputs,
         comm=_comm(node, inputs, outputs),

@@ -67,8 +67,29 @@ def _tensors_in(value: Any, type_name: str) -> Iterator[TensorRef]:
                 stack.append(iter(item))
 
 
-_EMPTY_LIST = msgspec.Raw(b"[]")
-_decode = msgspec.json.decode
+_EMPTY_ARGS_JSON = msgspec.Raw(b'{"values":[],"shapes":[],"types":[]}')
+
+
+class _ArgParts(msgspec.Struct, gc=False):
+    """The lists of an ``inputs``/``outputs`` object, each left as raw JSON."""
+
+    values: msgspec.Raw = msgspec.Raw(b"[]")
+    shapes: msgspec.Raw = msgspec.Raw(b"[]")
+    types: msgspec.Raw = msgspec.Raw(b"[]")
+    strides: msgspec.Raw = msgspec.Raw(b"null")  # msgspec cannot decode Optional[Raw]
+
+
+class _ArgLists(msgspec.Struct, gc=False):
+    """The lists of an ``inputs``/``outputs`` object, decoded."""
+
+    values: Any = []
+    shapes: Any = []
+    types: Any = []
+    strides: Any = None
+
+
+_PARTS = msgspec.json.Decoder(_ArgParts)
+_LISTS = msgspec.json.Decoder(_ArgLists)
 
 
 class OpArgs(msgspec.Struct, frozen=True, gc=False):
@@ -76,15 +97,14 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
     schema 1.1.1+). Values are raw JSON: tensors in 6-element form, scalars, lists,
     and placeholders such as ``"<None>"``.
 
-    The lists are kept as the raw JSON text of the file (``*_json``) and decoded on each
-    access to ``values``/``shapes``/``types``/``strides``: most ops' arguments are only
-    copied through to outputs, so this keeps memory near the size of the file.
+    The whole ``{"values": ..., "shapes": ..., "types": ...}`` object is kept as the raw
+    JSON text of the file (``json``; one object per op, a view of the file's bytes) and
+    decoded on each access to ``values``/``shapes``/``types``/``strides`` (or to their raw
+    ``*_json`` forms): most ops' arguments are only copied through to outputs, so this keeps
+    memory near the size of the file.
     """
 
-    values_json: msgspec.Raw = _EMPTY_LIST
-    shapes_json: msgspec.Raw = _EMPTY_LIST
-    types_json: msgspec.Raw = _EMPTY_LIST
-    strides_json: Optional[msgspec.Raw] = None
+    json: msgspec.Raw = _EMPTY_ARGS_JSON
 
     @classmethod
     def of(
@@ -95,35 +115,70 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
         strides: Optional[list] = None,
     ) -> OpArgs:
         """OpArgs from Python lists (for tests and generated traces)."""
+        lists = {"values": values, "shapes": shapes or [], "types": types or []}
+        if strides is not None:
+            lists["strides"] = strides
+        return cls(msgspec.Raw(msgspec.json.encode(lists)))
 
-        def raw(value: Any) -> msgspec.Raw:
-            return msgspec.Raw(msgspec.json.encode(value))
+    @classmethod
+    def from_parts(
+        cls,
+        values: msgspec.Raw,
+        shapes: msgspec.Raw,
+        types: msgspec.Raw,
+        strides: Optional[msgspec.Raw] = None,
+    ) -> OpArgs:
+        """OpArgs from separate raw lists (the 1.0.1 layout keeps them in sibling keys)."""
+        parts = [b'{"values":', bytes(values), b',"shapes":', bytes(shapes),
+                 b',"types":', bytes(types)]  # fmt: skip
+        if strides is not None:
+            parts += [b',"strides":', bytes(strides)]
+        return cls(msgspec.Raw(b"".join(parts) + b"}"))
 
-        return cls(raw(values), raw(shapes or []), raw(types or []),
-                   None if strides is None else raw(strides))  # fmt: skip
+    def parts(self) -> _ArgParts:
+        """The four lists as raw JSON (``strides`` is ``null`` when absent)."""
+        return _PARTS.decode(self.json)
+
+    @property
+    def values_json(self) -> msgspec.Raw:
+        return self.parts().values
+
+    @property
+    def shapes_json(self) -> msgspec.Raw:
+        return self.parts().shapes
+
+    @property
+    def types_json(self) -> msgspec.Raw:
+        return self.parts().types
+
+    @property
+    def strides_json(self) -> Optional[msgspec.Raw]:
+        strides = self.parts().strides
+        return None if bytes(strides) == b"null" else strides
 
     @property
     def values(self) -> list:
-        return _decode(self.values_json)
+        return _LISTS.decode(self.json).values
 
     @property
     def shapes(self) -> list:
-        return _decode(self.shapes_json)
+        return _LISTS.decode(self.json).shapes
 
     @property
     def types(self) -> list:
-        return _decode(self.types_json)
+        return _LISTS.decode(self.json).types
 
     @property
     def strides(self) -> Optional[list]:
-        return None if self.strides_json is None else _decode(self.strides_json)
+        return _LISTS.decode(self.json).strides
 
     def tensors(self) -> Iterator[TensorRef]:
         """Every tensor in the arguments, nested generic lists included, in order."""
-        types = self.types
+        lists = _LISTS.decode(self.json)
+        types = lists.types
         if not any(isinstance(t, str) and "Tensor" in t for t in types):
             return
-        for value, type_name in zip(self.values, types):
+        for value, type_name in zip(lists.values, types):
             if isinstance(type_name, str):
                 yield from _tensors_in(value, type_name)
 

@@ -62,6 +62,33 @@ def decode_json(path: PathLike, data: bytes, decoder: msgspec.json.Decoder, what
         raise TraceFormatError(path, f"not a valid {what}: {describe_decode_error(exc)}") from exc
 
 
+_AT_PATH = re.compile(r" - at `\$(.*)`$")
+
+
+def decode_element(
+    path: PathLike,
+    elements: list[msgspec.Raw],
+    index: int,
+    decoder: msgspec.json.Decoder,
+    what: str,
+    key: str = "nodes",
+) -> Any:
+    """Element ``index`` of a document's ``key`` list, which was decoded as raw JSON views so
+    that elements can be decoded one at a time; an error names it (``nodes[3].id``) as
+    :func:`decode_json` would have for the whole document."""
+    try:
+        return decoder.decode(elements[index])
+    except msgspec.DecodeError as exc:
+        message = str(exc)
+        match = _AT_PATH.search(message)
+        inner = match.group(1) if match else ""
+        message = message[: match.start()] if match else message
+        located = msgspec.DecodeError(f"{message} - at `$.{key}[{index}]{inner}`")
+        raise TraceFormatError(
+            path, f"not a valid {what}: {describe_decode_error(located)}"
+        ) from exc
+
+
 def decode_trace(
     path: PathLike, data: bytes, decoder: msgspec.json.Decoder, what: str, *, other: tuple
 ) -> Any:

@@ -34,11 +34,10 @@ STANDARD_ATTR_TYPES = (
 
 
 def _args(args: OpArgs) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "values": args.values_json, "shapes": args.shapes_json, "types": args.types_json
-    }  # fmt: skip
-    if args.strides_json is not None:
-        out["strides"] = args.strides_json
+    parts = args.parts()
+    out: dict[str, Any] = {"values": parts.values, "shapes": parts.shapes, "types": parts.types}
+    if bytes(parts.strides) != b"null":
+        out["strides"] = parts.strides
     return out
 
 
@@ -109,6 +108,12 @@ def _collective(gpu: GpuNode) -> Optional[dict[str, Any]]:
     }  # fmt: skip
 
 
+def _inherited(node: dict[str, Any]) -> dict[str, Any]:
+    """What a GPU node copies from its parent host node, encoded once: a host op may launch
+    many kernels, and keeping encoded bytes takes a fraction of the dicts' memory."""
+    return {key: msgspec.Raw(_ENCODER.encode(node[key])) for key in ("inputs", "outputs", "attrs")}
+
+
 def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> dict[str, Any]:
     event = gpu.event
     empty = {"values": [], "shapes": [], "types": []}
@@ -141,7 +146,7 @@ def _nodes(linked: LinkedTrace) -> Iterator[dict[str, Any]]:
     for op in linked.host.ops:
         node = host_node(op, linked)
         if op.id in wanted:
-            parents[op.id] = node
+            parents[op.id] = _inherited(node)
         yield node
     root_id = next((op.id for op in linked.host.ops if op.is_process_root), 1)
     for gpu in linked.gpu_nodes:
