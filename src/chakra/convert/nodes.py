@@ -9,20 +9,24 @@ import msgspec
 from chakra.convert.classify import Classified
 from chakra.convert.et_plus_input import EtPlusNode
 from chakra.et.attributes import add_attr
-from chakra.et.schema import IOInfo, Node, NodeType
+from chakra.et.node_fields import AttrPieces, io_info
+from chakra.et.schema import Node, NodeType
 from chakra.ingest.host_json import ARGS_DECODER
 
 #: Host attrs copied onto every node, as the reference converter writes them.
 INT_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid")
 
 
-def _io(raw: msgspec.Raw) -> Any:
-    """IOInfo with the JSON text of values, shapes and types (``json.loads``-able)."""
+def _io(raw: msgspec.Raw, outputs: bool) -> bytes:
+    """The serialized IOInfo with the JSON text of values, shapes and types (empty when the
+    node has none)."""
     if bytes(memoryview(raw)[:1]) != b"{":
-        return None
+        return b""
     args = ARGS_DECODER.decode(raw)
-    return IOInfo(values=bytes(args.values).decode(), shapes=bytes(args.shapes).decode(),
-                  types=bytes(args.types).decode())  # fmt: skip
+    return io_info(outputs, bytes(args.values), bytes(args.shapes), bytes(args.types))
+
+
+_PIECES = AttrPieces(frozenset({"rf_id", "seq_id", "segment_of", "delay_before"}))
 
 
 def _micros(value: Any) -> int:
@@ -60,23 +64,22 @@ def build_node(
         out.start_time_micros = _micros(node.ts)
     if parent is not None:
         out.ctrl_deps.append(parent)
-    for field in ("inputs", "outputs"):
-        io = _io(getattr(node, field))
-        if io is not None:
-            getattr(out, field).CopyFrom(io)
+    # inputs, outputs and the common attrs as serialized pieces, merged in one call (the
+    # hot path of large conversions; see chakra.et.node_fields)
+    pieces = [_io(node.inputs, False), _io(node.outputs, True)]
     values = {a.name: a.value for a in node.attrs}
-    attrs = out.attr
-    for name in INT_ATTRS:  # built directly: the hot path of large conversions
+    for name in INT_ATTRS:
         value = values.get(name)
         if isinstance(value, int) and not isinstance(value, bool):
-            attrs.add(name=name, int64_val=value)
-    attrs.add(name="op_schema", string_val=str(values.get("op_schema") or ""))
-    attrs.add(name="is_cpu_op", bool_val=kind.is_cpu_op)
+            pieces.append(_PIECES.int64(name, value))
+    pieces.append(_PIECES.string("op_schema", str(values.get("op_schema") or "")))
+    pieces.append(_PIECES.boolean("is_cpu_op", kind.is_cpu_op))
     if node.is_gpu:
         if node.stream is not None:
-            attrs.add(name="stream", int64_val=node.stream)
+            pieces.append(_PIECES.int64("stream", node.stream))
         if node.device is not None:
-            attrs.add(name="device", int64_val=node.device)
+            pieces.append(_PIECES.int64("device", node.device))
+    out.MergeFromString(b"".join(pieces))
     _comm_attrs(out, kind)
     return out
 
@@ -113,7 +116,8 @@ def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: l
 
 
 def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_us: Any,
-              data_deps: list[int], tid: bool = True) -> Any:  # fmt: skip
+              data_deps: list[int], marker: str, tid: bool = True) -> Any:  # fmt: skip
+    """A CPU node for part of ``op``'s time; ``marker`` names the attr holding ``op``'s id."""
     out = Node(id=node_id, name=name, type=NodeType.COMP_NODE, data_deps=data_deps,
                duration_micros=_micros(duration_us))  # fmt: skip
     _add_exact_duration(out, duration_us)
@@ -121,23 +125,22 @@ def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_u
         out.start_time_micros = _micros(start_us)
     out.ctrl_deps.append(op.id)
     value = op.attr("tid")
+    pieces = []
     if tid and isinstance(value, int):
-        add_attr(out, "tid", value)
-    add_attr(out, "is_cpu_op", True)
+        pieces.append(_PIECES.int64("tid", value))
+    pieces.append(_PIECES.boolean("is_cpu_op", True))
+    pieces.append(_PIECES.int64(marker, op.id))
+    out.MergeFromString(b"".join(pieces))
     return out
 
 
 def segment_node(segment: Any, op: EtPlusNode, data_deps: list[int]) -> Any:
     """A later segment of a host op's own time, on the op's thread."""
-    out = _cpu_node(segment.node_id, op.name, op, segment.start, segment.end - segment.start,
-                    data_deps)  # fmt: skip
-    add_attr(out, "segment_of", op.id)
-    return out
+    return _cpu_node(segment.node_id, op.name, op, segment.start, segment.end - segment.start,
+                     data_deps, "segment_of")  # fmt: skip
 
 
 def delay_node(delay: Any, before: EtPlusNode, data_deps: list[int]) -> Any:
     """The measured wait before a node started; no ``tid``, so it holds no resource."""
-    out = _cpu_node(delay.node_id, "[delay]", before, delay.start_us, delay.duration_us,
-                    data_deps, tid=False)  # fmt: skip
-    add_attr(out, "delay_before", before.id)
-    return out
+    return _cpu_node(delay.node_id, "[delay]", before, delay.start_us, delay.duration_us,
+                     data_deps, "delay_before", tid=False)  # fmt: skip

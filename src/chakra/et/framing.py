@@ -28,6 +28,8 @@ def encode_varint(value: int) -> bytes:
     """Encode a non-negative integer as an unsigned base-128 varint."""
     if value < 1 << 14:
         return _SMALL_VARINTS[value]
+    if value < 1 << 21:  # ids and record-function ids of large traces
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

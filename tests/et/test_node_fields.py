@@ -1,0 +1,56 @@
+"""Serialized node pieces equal what protobuf builds field by field."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chakra.et.framing import encode_varint
+from chakra.et.node_fields import AttrPieces, bool_attr, int64_attr, io_info, string_attr
+from chakra.et.schema import IOInfo, Node
+
+names = st.text(min_size=1, max_size=30)
+int64s = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
+@given(name=names, value=int64s, flag=st.booleans(), text=st.text(max_size=300))
+def test_attr_pieces_parse_as_the_attrs_protobuf_builds(
+    name: str, value: int, flag: bool, text: str
+) -> None:
+    expected = Node(id=3)
+    expected.attr.add(name=name, int64_val=value)
+    expected.attr.add(name=name, bool_val=flag)
+    expected.attr.add(name=name, string_val=text)
+    built = Node(id=3)
+    built.MergeFromString(int64_attr(name, value) + bool_attr(name, flag) + string_attr(name, text))
+    assert built == expected
+    assert built.SerializeToString() == expected.SerializeToString()
+
+
+@given(values=st.binary(max_size=200), shapes=st.binary(max_size=50), types=st.binary(max_size=50))
+def test_io_pieces_parse_as_the_io_info_protobuf_builds(
+    values: bytes, shapes: bytes, types: bytes
+) -> None:
+    texts = [t.decode("latin-1").encode() for t in (values, shapes, types)]  # valid UTF-8
+    expected = Node(id=1)
+    expected.inputs.CopyFrom(IOInfo(values=texts[0].decode(), shapes=texts[1].decode(),
+                                    types=texts[2].decode()))  # fmt: skip
+    expected.outputs.CopyFrom(expected.inputs)
+    built = Node(id=1)
+    built.MergeFromString(io_info(False, *texts) + io_info(True, *texts))
+    assert built.SerializeToString() == expected.SerializeToString()
+
+
+def test_cached_pieces_are_reused_but_unique_values_are_not_kept() -> None:
+    pieces = AttrPieces(frozenset({"rf_id"}))
+    assert pieces.int64("tid", 7) is pieces.int64("tid", 7)
+    assert pieces.int64("rf_id", 70_000) == int64_attr("rf_id", 70_000)
+    assert ("rf_id", int, 70_000) not in pieces._cache
+    assert pieces.boolean("is_cpu_op", True) == bool_attr("is_cpu_op", True)
+    assert pieces.int64("tid", 1) != pieces.boolean("tid", True)  # kinds kept apart
+
+
+@given(st.integers(min_value=0, max_value=2**64 - 1))
+def test_varints_match_protobuf(value: int) -> None:
+    node = Node(id=value)
+    assert node.SerializeToString() == (b"\x08" + encode_varint(value) if value else b"")
