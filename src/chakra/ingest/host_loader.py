@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 _EMPTY_NODE = msgspec.Raw(b"{}")
 _NO_ARGS = OpArgs()
 STANDARD_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
+_INTEGER_STANDARD_ATTRS = frozenset(STANDARD_ATTRS) - {"op_schema"}
 WHAT = "host execution trace"
 
 
@@ -187,18 +188,17 @@ def _shared_attr(strings: dict[Any, Any], name: str, kind: str, value: Any) -> H
 
 
 def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -> HostOp:
-    standard: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
     extra = []
+    op_schema: Any = ""
     for attr in node.attrs or ():
-        if attr.name in STANDARD_ATTRS:
-            standard[attr.name] = attr.value
+        name, value = attr.name, attr.value
+        if name in _INTEGER_STANDARD_ATTRS:
+            fields[name] = value if type(value) is int else _int_attr(path, node, name, value)
+        elif name == "op_schema":
+            op_schema = value
         else:
-            extra.append(_shared_attr(strings, attr.name, attr.type, attr.value))
-    fields = {
-        name: _int_attr(path, node, name, value)
-        for name, value in standard.items()
-        if name != "op_schema"
-    }
+            extra.append(_shared_attr(strings, name, attr.type, value))
     inputs = _args(node.inputs, node.input_shapes, node.input_types)
     outputs = _args(node.outputs, node.output_shapes, node.output_types)
     return HostOp(
@@ -206,7 +206,7 @@ def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -
         name=_shared(strings, node.name),
         parent_id=_parent_of(path, node),
         rf_id=fields.pop("rf_id", None),
-        op_schema=_shared(strings, str(standard.get("op_schema", ""))),
+        op_schema=_shared(strings, str(op_schema)),
         inputs=inputs,
         outputs=outputs,
         attrs=_shared_tuple(strings, extra),
