@@ -41,19 +41,31 @@ def _args(args: OpArgs) -> dict[str, Any]:
     return out
 
 
-def _attrs(op: HostOp) -> list[dict[str, Any]]:
-    values = {
-        "rf_id": op.rf_id or 0,
-        "fw_parent": op.fw_parent,
-        "seq_id": op.seq_id,
-        "scope": op.scope,
-        "tid": op.tid,
-        "fw_tid": op.fw_tid,
-        "op_schema": op.op_schema,
-    }
-    standard = [{"name": n, "type": t, "value": values[n]} for n, t in STANDARD_ATTR_TYPES]
-    extra = [{"name": a.name, "type": a.type, "value": a.value} for a in op.attrs]
-    return standard + extra + _comm_attrs(op, {a.name for a in op.attrs})  # fmt: skip
+_STANDARD_ATTRS_JSON = b",".join(
+    b'{"name":"%s","type":"%s","value":%%%s}' % (name.encode(), kind.encode(), b"s" if
+    kind == "string" else b"d") for name, kind in STANDARD_ATTR_TYPES
+)  # fmt: skip
+
+
+def _attrs(op: HostOp, extras: dict[int, bytes]) -> msgspec.Raw:
+    """The ``attrs`` list as JSON text: the standard seven from a template (the hot path of
+    large traces), then the op's other attrs, encoded once per distinct tuple (the loader
+    shares equal tuples; ``extras`` remembers them by identity while the trace is alive)."""
+    extra = extras.get(id(op.attrs))
+    if extra is None:
+        listed = [{"name": a.name, "type": a.type, "value": a.value} for a in op.attrs]
+        extra = extras[id(op.attrs)] = _ENCODER.encode(listed)[1:-1]
+    values = (op.rf_id or 0, op.fw_parent, op.seq_id, op.scope, op.tid, op.fw_tid,
+              _ENCODER.encode(op.op_schema))  # fmt: skip
+    standard = _STANDARD_ATTRS_JSON % values
+    parts = [b"[", standard]
+    if extra:
+        parts += [b",", extra]
+    comm = _comm_attrs(op, {a.name for a in op.attrs})
+    if comm:
+        parts += [b",", _ENCODER.encode(comm)[1:-1]]
+    parts.append(b"]")
+    return msgspec.Raw(b"".join(parts))
 
 
 def _comm_attrs(op: HostOp, present: set[str]) -> list[dict[str, Any]]:
@@ -69,16 +81,20 @@ def _comm_attrs(op: HostOp, present: set[str]) -> list[dict[str, Any]]:
     ]
 
 
-def host_node_untimed(op: HostOp) -> dict[str, Any]:
-    """The ET+ form of a host op, before any timing is added."""
+def host_node_untimed(op: HostOp, extras: Optional[dict[int, bytes]] = None) -> dict[str, Any]:
+    """The ET+ form of a host op, before any timing is added. ``extras``: a cache shared by
+    the calls of one write (see :func:`_attrs`)."""
     return {
         "id": op.id, "name": op.name, "ctrl_deps": op.parent_id,
-        "inputs": _args(op.inputs), "outputs": _args(op.outputs), "attrs": _attrs(op),
+        "inputs": _args(op.inputs), "outputs": _args(op.outputs),
+        "attrs": _attrs(op, {} if extras is None else extras),
     }  # fmt: skip
 
 
-def host_node(op: HostOp, linked: LinkedTrace) -> dict[str, Any]:
-    node = host_node_untimed(op)
+def host_node(
+    op: HostOp, linked: LinkedTrace, extras: Optional[dict[int, bytes]] = None
+) -> dict[str, Any]:
+    node = host_node_untimed(op, extras)
     match = linked.matches.get(op.id)
     if match is not None:
         event = match.event
@@ -111,7 +127,11 @@ def _collective(gpu: GpuNode) -> Optional[dict[str, Any]]:
 def _inherited(node: dict[str, Any]) -> dict[str, Any]:
     """What a GPU node copies from its parent host node, encoded once: a host op may launch
     many kernels, and keeping encoded bytes takes a fraction of the dicts' memory."""
-    return {key: msgspec.Raw(_ENCODER.encode(node[key])) for key in ("inputs", "outputs", "attrs")}
+    return {
+        "inputs": msgspec.Raw(_ENCODER.encode(node["inputs"])),
+        "outputs": msgspec.Raw(_ENCODER.encode(node["outputs"])),
+        "attrs": node["attrs"],  # already JSON text
+    }
 
 
 def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> dict[str, Any]:
@@ -143,8 +163,9 @@ def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> di
 def _nodes(linked: LinkedTrace) -> Iterator[dict[str, Any]]:
     parents: dict[int, dict[str, Any]] = {}
     wanted = {g.parent_id for g in linked.gpu_nodes}
+    extras: dict[int, bytes] = {}
     for op in linked.host.ops:
-        node = host_node(op, linked)
+        node = host_node(op, linked, extras)
         if op.id in wanted:
             parents[op.id] = _inherited(node)
         yield node
