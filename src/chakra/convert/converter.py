@@ -15,6 +15,7 @@ from chakra.convert.cycles import break_cycles
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, load_et_plus
 from chakra.convert.graph import (
     DelayNode,
+    Deps,
     Graph,
     IdleNode,
     add_delays,
@@ -94,7 +95,7 @@ class _Plan(msgspec.Struct):
     """Everything but the protobuf nodes: the graph, extra nodes and node kinds."""
 
     by_id: dict[int, EtPlusNode]
-    deps: dict[int, set[int]]
+    deps: dict[int, Deps]
     segments: Segmentation
     idle: list[IdleNode]
     delays: list[DelayNode]
@@ -107,6 +108,7 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     graph = Graph(by_id)
     segments = Segmentation(max(by_id) + 1)
     idle = thread_chains(trace, by_id, graph, options.gaps, segments)
+    segments.pieces.clear()  # program order is in the graph now; frees a list per host op
     evidence(trace, graph, segments)
     start_us = {n.id: n.ts for n in trace.nodes if n.ts is not None}
     start_us.update({s.node_id: s.start for s in segments.extra})

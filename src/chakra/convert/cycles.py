@@ -9,13 +9,13 @@ and repeat until the graph is acyclic.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
-from typing import Optional
+from collections.abc import Collection, Mapping
+from typing import Any, Optional
 
 from chakra.convert.et_plus_input import Number
 
 
-def leftover_after_kahn(deps: Mapping[int, set[int]], ids: set[int]) -> set[int]:
+def leftover_after_kahn(deps: Mapping[int, Collection[int]], ids: set[int]) -> set[int]:
     """Nodes that no topological order can reach (empty iff acyclic). O(V + E)."""
     pending = {node: len(deps.get(node, ())) for node in ids}
     successors: dict[int, list[int]] = defaultdict(list)
@@ -32,7 +32,7 @@ def leftover_after_kahn(deps: Mapping[int, set[int]], ids: set[int]) -> set[int]
     return {node for node, count in pending.items() if count > 0}
 
 
-def find_cycle(deps: Mapping[int, set[int]], leftover: set[int]) -> list[int]:
+def find_cycle(deps: Mapping[int, Collection[int]], leftover: set[int]) -> list[int]:
     """One cycle among ``leftover`` nodes, as ids in dependency order (iterative walk)."""
     start = min(leftover)
     seen: dict[int, int] = {}
@@ -48,7 +48,7 @@ def find_cycle(deps: Mapping[int, set[int]], leftover: set[int]) -> list[int]:
 
 
 def break_cycles(
-    deps: dict[int, set[int]], ids: set[int], start_us: Mapping[int, Number]
+    deps: dict[int, Any], ids: set[int], start_us: Mapping[int, Number]
 ) -> list[tuple[int, int, list[int]]]:
     """Remove edges until acyclic; returns each removed (src, dst, cycle)."""
     removed = []
@@ -61,5 +61,5 @@ def break_cycles(
             return removed
         pairs = list(zip(cycle, cycle[1:] + cycle[:1]))  # (src, dst): dst depends on src
         src, dst = max(pairs, key=lambda p: start_us.get(p[0], 0) - start_us.get(p[1], 0))
-        deps[dst].discard(src)
+        deps[dst].remove(src)  # a list or a set (convert/graph.py)
         removed.append((src, dst, cycle))

@@ -135,9 +135,10 @@ _WHAT = "ET+ trace (host + device)"
 
 
 def _decode_nodes(path: PathLike, raws: list[msgspec.Raw]) -> list[EtPlusNode]:
-    """Decode the nodes one at a time, sharing what repeats across them (names and attrs:
-    a GPU node copies its parent's attrs, host ops repeat a few hundred names), so that
-    memory holds each distinct value once and no list of raw records exists at once."""
+    """Decode the nodes one at a time, sharing what repeats across them (names, attrs,
+    inputs and outputs: a GPU node copies its parent's, host ops repeat a few hundred names),
+    so that memory holds each distinct value once, no list of raw records exists at once, and
+    nothing refers to the file's bytes afterwards."""
     shared: dict[Any, Any] = {}
     nodes = []
     replace = msgspec.structs.replace
@@ -152,8 +153,20 @@ def _decode_nodes(path: PathLike, raws: list[msgspec.Raw]) -> list[EtPlusNode]:
                 attrs.append(shared.setdefault(key, attr))
             except TypeError:  # a list value
                 attrs.append(attr)
-        nodes.append(replace(node, name=shared.setdefault(node.name, node.name), attrs=attrs))
+        nodes.append(replace(node, name=shared.setdefault(node.name, node.name), attrs=attrs,
+                             inputs=_owned(shared, node.inputs),
+                             outputs=_owned(shared, node.outputs)))  # fmt: skip
     return nodes
+
+
+def _owned(shared: dict[Any, Any], raw: msgspec.Raw) -> msgspec.Raw:
+    """``raw`` copied out of the file's bytes (so that they can be freed after loading), one
+    copy per distinct text: a GPU node repeats its launching op's inputs and outputs."""
+    text = bytes(raw)
+    owned = shared.get(text)
+    if owned is None:
+        owned = shared[text] = msgspec.Raw(text)
+    return owned
 
 
 _EMPTY = msgspec.Raw(b"{}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Optional
+from typing import Optional, Union
 
 import msgspec
 
@@ -27,12 +27,21 @@ class IdleNode(msgspec.Struct, frozen=True, gc=False):
     duration_us: Number
 
 
+Deps = Union[list[int], set[int]]
+#: Past this many dependencies, a node's list becomes a set (constant-time membership).
+_LIST_LIMIT = 16
+
+
 class Graph:
-    """``deps[dst]`` = set of ``src`` ids that must complete before ``dst`` starts."""
+    """``deps[dst]``: the distinct ``src`` ids that must complete before ``dst`` starts.
+
+    Most nodes have one to three, kept in a list (a quarter of a set's memory); a node with
+    more than ``_LIST_LIMIT`` gets a set, so adding stays O(1) however many it has.
+    """
 
     def __init__(self, ids: Iterable[int]) -> None:
         self.ids = set(ids)
-        self.deps: dict[int, set[int]] = defaultdict(set)
+        self.deps: dict[int, Deps] = {}
         self.counts: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
 
@@ -42,9 +51,18 @@ class Graph:
         if src not in self.ids or dst not in self.ids or src == dst:
             self.dropped[kind] += 1
             return
-        if src not in self.deps[dst]:
-            self.deps[dst].add(src)
-            self.counts[kind] += 1
+        deps = self.deps.get(dst)
+        if deps is None:
+            self.deps[dst] = [src]
+        elif src in deps:
+            return
+        elif isinstance(deps, list) and len(deps) >= _LIST_LIMIT:
+            self.deps[dst] = {*deps, src}
+        elif isinstance(deps, list):
+            deps.append(src)
+        else:
+            deps.add(src)
+        self.counts[kind] += 1
 
 
 def _sort_key(node: EtPlusNode, inherited: Number) -> tuple:
@@ -189,7 +207,7 @@ def add_delays(
         delay = DelayNode(next_id + len(delays), node_id, latest, start - latest)
         delays.append(delay)
         graph.ids.add(delay.node_id)
-        graph.deps[delay.node_id] = set(deps or ())
-        graph.deps[node_id] = {delay.node_id}
+        graph.deps[delay.node_id] = list(deps or ())
+        graph.deps[node_id] = [delay.node_id]
         graph.counts["start_delay"] += 1
     return delays
