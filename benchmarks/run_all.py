@@ -92,6 +92,14 @@ def _floor_seconds(path: str) -> tuple[float, Optional[float]]:
     return seconds, oneshot
 
 
+def _limit_memory(gigabytes: float) -> None:
+    """Cap the address space, so that a run needing more memory than the machine has stops
+    with MemoryError (reported as failed) instead of waking the kernel's OOM killer."""
+    if gigabytes > 0:
+        limit = int(gigabytes * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def child(kind: str, paths: list[str]) -> dict[str, Any]:
     """In a child process: run one measurement; report time, peak RSS and the RSS before."""
     if kind == "floor":
@@ -116,8 +124,17 @@ def child(kind: str, paths: list[str]) -> dict[str, Any]:
     return {"seconds": seconds, "peak_rss_mib": _peak_mib(), "baseline_rss_mib": baseline}
 
 
+def _total_memory_gb() -> float:
+    with open("/proc/meminfo") as meminfo:
+        return int(meminfo.readline().split()[1]) / (1 << 20)
+
+
+MEMORY_LIMIT_GB = 0.9 * _total_memory_gb()
+
+
 def run(kind: str, paths: list[Path]) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", kind, *map(str, paths)]
+    command = [sys.executable, __file__, "--memory-limit-gb", str(MEMORY_LIMIT_GB),
+               "--child", kind, *map(str, paths)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         return {"failed": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]}
@@ -197,8 +214,10 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="where synthetic traces go (default: tmp)")
     parser.add_argument("--output", type=Path, help="save the table as JSON")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--memory-limit-gb", type=float, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        _limit_memory(args.memory_limit_gb)
         print(json.dumps(child(args.child[0], args.child[1:])))
         return
     param = args.traces / "param"

@@ -135,16 +135,27 @@ _WHAT = "ET+ trace (host + device)"
 
 
 def _decode_nodes(path: PathLike, raws: list[msgspec.Raw]) -> list[EtPlusNode]:
-    """Decode the nodes one at a time, sharing what repeats across them (names, attrs,
-    inputs and outputs: a GPU node copies its parent's, host ops repeat a few hundred names),
-    so that memory holds each distinct value once, no list of raw records exists at once, and
-    nothing refers to the file's bytes afterwards."""
-    shared: dict[Any, Any] = {}
+    """Decode the nodes one at a time, sharing what repeats across them (see
+    :class:`_Sharing`), so that no list of raw records exists at once, and nothing refers to
+    the file's bytes afterwards."""
+    sharing = _Sharing()
     nodes = []
-    replace = msgspec.structs.replace
     for index in range(len(raws)):
-        node = decode_element(path, raws, index, _NODE_DECODER, _WHAT)
+        nodes.append(sharing.node(decode_element(path, raws, index, _NODE_DECODER, _WHAT)))
         raws[index] = _EMPTY
+    return nodes
+
+
+class _Sharing:
+    """Equal names, attrs, inputs and outputs of many nodes stored once (a GPU node copies
+    its launching op's, host ops repeat a few hundred names); inputs and outputs are copied
+    out of the file's bytes."""
+
+    def __init__(self) -> None:
+        self._shared: dict[Any, Any] = {}
+
+    def node(self, node: EtPlusNode) -> EtPlusNode:
+        shared = self._shared
         attrs = []
         for attr in node.attrs:
             value = attr.value
@@ -153,10 +164,10 @@ def _decode_nodes(path: PathLike, raws: list[msgspec.Raw]) -> list[EtPlusNode]:
                 attrs.append(shared.setdefault(key, attr))
             except TypeError:  # a list value
                 attrs.append(attr)
-        nodes.append(replace(node, name=shared.setdefault(node.name, node.name), attrs=attrs,
-                             inputs=_owned(shared, node.inputs),
-                             outputs=_owned(shared, node.outputs)))  # fmt: skip
-    return nodes
+        return msgspec.structs.replace(
+            node, name=shared.setdefault(node.name, node.name), attrs=attrs,
+            inputs=_owned(shared, node.inputs), outputs=_owned(shared, node.outputs),
+        )  # fmt: skip
 
 
 def _owned(shared: dict[Any, Any], raw: msgspec.Raw) -> msgspec.Raw:
@@ -182,6 +193,7 @@ def load_et_plus(path: PathLike) -> EtPlusTrace:
             raise TraceFormatError(path, "the ET+ trace holds no nodes")
         nodes = _decode_nodes(path, raw.nodes)
     if not any(node.ts is not None for node in nodes):
+        del nodes, raw  # read again as a host ET
         return _from_host_trace(path, data)
     return EtPlusTrace(
         path=str(path),
@@ -207,8 +219,9 @@ def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
         "(link it with its Kineto trace by chakra_trace_link for measured times)",
         path,
     )
-    encoded = msgspec.json.encode([host_node_untimed(op) for op in host.ops])
-    nodes = msgspec.json.decode(encoded, type=list[EtPlusNode])
+    sharing, extras, encode = _Sharing(), {}, msgspec.json.encode
+    nodes = [sharing.node(_NODE_DECODER.decode(encode(host_node_untimed(op, extras))))
+             for op in host.ops]  # fmt: skip
     return EtPlusTrace(path=str(path), schema=host.schema, pid=host.pid, time=host.time,
                        start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
                        link=None)  # fmt: skip
