@@ -136,6 +136,10 @@ def _keep_window(
     """Drop GPU nodes launched outside the window and every edge touching them; number the
     rest densely from ``first_id``. Evidence is collected before dropping, so an edge is
     never re-routed to a wrong neighbour when the true one lies outside."""
+    if all(node.in_window for node in nodes) and all(
+        node.node_id == first_id + i for i, node in enumerate(nodes)
+    ):
+        return nodes, edges  # nothing to drop or renumber: no second copy of everything
     new_id = {}
     kept = []
     for node in nodes:
