@@ -6,30 +6,32 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError
+from chakra.fileio.location import location, name_of
 from chakra.link import LinkOptions
-from chakra.link.batch import pair_by_rank
 from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
+from chakra.pipeline.inputs import ranks_in_folders
 from chakra.pipeline.run import summary_table
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chakra_pipeline",
-        description="Link, convert and simulate PyTorch traces of one or many ranks.",
+        description="Link, convert and simulate PyTorch traces of one or many ranks. "
+        "Every path may also be a URL (s3://bucket/job/, file:///shared/job, ...), "
+        "read and written through fsspec.",
     )
-    parser.add_argument("--host-trace", type=Path, help="one rank: host execution trace")
-    parser.add_argument("--device-trace", type=Path, help="one rank: Kineto trace")
-    parser.add_argument("--host-dir", type=Path, help="many ranks: folder of host traces")
-    parser.add_argument("--device-dir", type=Path, help="many ranks: folder of Kineto traces")
-    parser.add_argument("--trace-dir", type=Path,
+    parser.add_argument("--host-trace", type=location, help="one rank: host execution trace")
+    parser.add_argument("--device-trace", type=location, help="one rank: Kineto trace")
+    parser.add_argument("--host-dir", type=location, help="many ranks: folder of host traces")
+    parser.add_argument("--device-dir", type=location, help="many ranks: folder of Kineto traces")
+    parser.add_argument("--trace-dir", type=location,
                         help="many ranks: one folder holding both (rank<r>.host_et.json[.gz] "
                              "and rank<r>.kineto.json[.gz], or the reference's names)")  # fmt: skip
-    parser.add_argument("--output-dir", type=Path, required=True, help="folder for the outputs")
+    parser.add_argument("--output-dir", type=location, required=True, help="folder for the outputs")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="ranks prepared in parallel")
     parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
     parser.add_argument("--allow-pid-mismatch", action="store_true")
@@ -68,7 +70,7 @@ def _ranks(args: argparse.Namespace) -> list[RankFiles]:
     if args.host_dir or args.device_dir:
         if not (args.host_dir and args.device_dir):
             raise ChakraError("--host-dir and --device-dir go together")
-        return [RankFiles(r, h, d) for r, h, d in pair_by_rank(args.host_dir, args.device_dir)]
+        return ranks_in_folders(args.host_dir, args.device_dir)
     if not (args.host_trace and args.device_trace):
         raise ChakraError("give --host-trace and --device-trace, or --trace-dir, or "
                           "--host-dir and --device-dir")  # fmt: skip
@@ -87,9 +89,9 @@ def _run(args: argparse.Namespace) -> None:
         print(f"reused {len(result.reused)} of {len(result.ranks)} ranks from an earlier run "
               "(outputs newer than inputs; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
     print(summary_table(result))
-    print(f"outputs in {result.output_dir}: report {result.report.name}, "
-          f"timeline {result.timeline.name} (open in https://ui.perfetto.dev)"
-          + (f", plot {result.plot.name}" if result.plot else ""))  # fmt: skip
+    print(f"outputs in {result.output_dir}: report {name_of(result.report)}, "
+          f"timeline {name_of(result.timeline)} (open in https://ui.perfetto.dev)"
+          + (f", plot {name_of(result.plot)}" if result.plot else ""))  # fmt: skip
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Optional
 
@@ -12,7 +11,7 @@ from google.protobuf.message import DecodeError
 from chakra.errors import EtFormatError, PathLike
 from chakra.et.framing import iter_framed_messages
 from chakra.et.schema import GlobalMetadata, Node
-from chakra.fileio import open_binary_input
+from chakra.fileio import location, open_binary_input
 
 
 def _decode_error(reader: EtReader, what: str, exc: Exception, offset: int) -> EtFormatError:
@@ -32,7 +31,7 @@ class EtReader:
     """
 
     def __init__(self, path: PathLike) -> None:
-        self.path = Path(path)
+        self.path = location(path)
         self._stream, self.is_gzip = open_binary_input(self.path)
         self._messages = iter_framed_messages(self._stream, self.path, decompressed=self.is_gzip)
         try:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Optional
 
 from chakra.errors import FileAccessError, PathLike
 from chakra.et.framing import encode_varint
-from chakra.fileio import AtomicFile
+from chakra.fileio import AtomicFile, location
 
 
 class EtWriter:
@@ -22,7 +21,7 @@ class EtWriter:
     """
 
     def __init__(self, path: PathLike, metadata: Any) -> None:
-        self.path = Path(path)
+        self.path = location(path)
         self.nodes_written = 0
         self._output = AtomicFile(self.path)
         self._stream = self._output.stream

@@ -1,6 +1,16 @@
-"""File plumbing shared by every stage: atomic outputs and gzip-transparent inputs."""
+"""File plumbing shared by every stage: atomic outputs and gzip-transparent inputs, at local
+paths or at URLs (``s3://...``, through fsspec when installed)."""
 
 from chakra.fileio.atomic import AtomicFile, atomic_output
 from chakra.fileio.compressed import open_binary_input, read_input
+from chakra.fileio.location import Location, is_url, location
 
-__all__ = ["AtomicFile", "atomic_output", "open_binary_input", "read_input"]
+__all__ = [
+    "AtomicFile",
+    "Location",
+    "atomic_output",
+    "is_url",
+    "location",
+    "open_binary_input",
+    "read_input",
+]

@@ -1,4 +1,13 @@
-"""Outputs that appear whole or not at all."""
+"""Outputs that appear whole or not at all, at a local path or at a URL.
+
+A local file is written under a temporary name in its folder and renamed into place, which is
+atomic. A URL (see :mod:`chakra.fileio.location`) is written the same way through fsspec: to
+a temporary sibling ``.<name>.<random>.partial``, then moved over the name. Where the file
+system renames atomically (local, ``file://``, ``memory://``, HDFS) readers never see a
+partial file. On object stores (``s3://``, ``gs://``, ``az://``) a move is a server-side copy
+then a delete: the final object still appears whole, since an object is only visible once
+its upload or copy completes, but an interrupted run may leave a ``.partial`` object behind.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +21,14 @@ from pathlib import Path
 from typing import IO, Optional
 
 from chakra.errors import FileAccessError, PathLike
+from chakra.fileio.location import (
+    Location,
+    is_url,
+    move_url,
+    open_url,
+    remove_url,
+    temporary_sibling,
+)
 
 GZIP_SUFFIX = ".gz"
 
@@ -23,7 +40,8 @@ def _umask() -> int:
 
 
 class AtomicFile:
-    """A file written under a temporary name in the target's folder, then renamed into place.
+    """A file written under a temporary name in the target's folder, then renamed into place
+    (moved, for a URL ``path``: see the module's documentation for what that guarantees).
 
     :meth:`commit` closes the stream and renames it over ``path``; :meth:`discard` deletes
     it. Readers never see a partial file, and an existing ``path`` is untouched until commit.
@@ -34,16 +52,21 @@ class AtomicFile:
     def __init__(
         self, path: PathLike, *, text: bool = False, compress: Optional[bool] = None
     ) -> None:
-        self.path = Path(path)
+        self.path: Location = path if is_url(path) else Path(path)  # type: ignore[assignment]
         if compress is None:
-            compress = self.path.name.endswith(GZIP_SUFFIX)
-        try:
-            fd, self._tmp_name = tempfile.mkstemp(
-                dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".partial"
-            )
-        except OSError as exc:
-            raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
-        self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
+            compress = str(path).endswith(GZIP_SUFFIX)
+        self._raw: IO
+        if isinstance(self.path, str):
+            self._tmp_name = temporary_sibling(self.path)
+            self._raw = open_url(self._tmp_name, "wb")
+        else:
+            try:
+                fd, self._tmp_name = tempfile.mkstemp(
+                    dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".partial"
+                )
+            except OSError as exc:
+                raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+            self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
         stream: IO = self._raw
         if compress:
             stream = gzip.GzipFile(
@@ -62,8 +85,14 @@ class AtomicFile:
         try:
             self.stream.close()
             self._raw.close()
+            if isinstance(self.path, str):
+                move_url(self._tmp_name, self.path)
+                return
             os.chmod(self._tmp_name, 0o666 & ~_umask())
             os.replace(self._tmp_name, self.path)
+        except FileAccessError:
+            self._remove_temporary()
+            raise
         except OSError as exc:
             self._remove_temporary()
             raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
@@ -79,6 +108,9 @@ class AtomicFile:
         self._remove_temporary()
 
     def _remove_temporary(self) -> None:
+        if isinstance(self.path, str):
+            remove_url(self._tmp_name)
+            return
         with contextlib.suppress(OSError):
             os.unlink(self._tmp_name)
 

@@ -1,32 +1,66 @@
-"""Find the host and device traces of every rank of a job in one folder."""
+"""Find the host and device traces of every rank of a job: in one folder, or in a folder of
+host traces and a folder of device traces. Folders may be URLs (``s3://bucket/job/``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from chakra.errors import ChakraError
+from chakra.fileio.location import Location, list_folder, name_of
 from chakra.link.batch import TRACE_SUFFIXES, rank_of
 from chakra.pipeline.run import RankFiles
 
 
-def ranks_in_folder(folder: Path) -> list[RankFiles]:
+def _rank(path: Location) -> Optional[int]:
+    return rank_of(Path(name_of(path)))
+
+
+def ranks_in_folder(folder: Location) -> list[RankFiles]:
     """Host and device traces of every rank in one folder, by name: ``*host*``/``*kineto*``
     (ours), or ``chakra_host_et_<r>``/``kineto_<r>`` (the reference's)."""
-    hosts = sorted(p for p in folder.iterdir() if "host" in p.name and p.name.endswith(
-        TRACE_SUFFIXES))  # fmt: skip
-    devices = sorted(p for p in folder.iterdir() if "kineto" in p.name and p.name.endswith(
-        TRACE_SUFFIXES))  # fmt: skip
-    by_rank = {rank_of(p): p for p in devices}
+    listed = [(name_of(p), p) for p in list_folder(folder)]
+    hosts = [p for name, p in listed if "host" in name and name.endswith(TRACE_SUFFIXES)]
+    devices = [p for name, p in listed if "kineto" in name and name.endswith(TRACE_SUFFIXES)]
+    by_rank = {_rank(p): p for p in devices}
     ranks = []
     for host in hosts:
-        rank = rank_of(host)
+        rank = _rank(host)
         if rank not in by_rank:
-            raise ChakraError(f"{folder}: rank {rank} has {host.name} but no Kineto trace")
-        ranks.append(RankFiles(rank, host, by_rank.pop(rank)))
+            raise ChakraError(f"{folder}: rank {rank} has {name_of(host)} but no Kineto trace")
+        ranks.append(RankFiles(rank, host, by_rank.pop(rank)))  # type: ignore[arg-type]
     if by_rank:
         raise ChakraError(
-            f"{folder}: ranks {sorted(by_rank)} have a Kineto trace but no host trace"
+            f"{folder}: ranks {sorted(by_rank)} have a Kineto trace but no host trace"  # type: ignore[type-var]
         )
     if not ranks:
         raise ChakraError(f"{folder}: no host/Kineto trace pairs found")
     return sorted(ranks, key=lambda r: r.rank)
+
+
+def _by_rank(folder: Location) -> dict[int, Location]:
+    """Rank-numbered ``.json``/``.json.gz`` files of a folder, by rank: what
+    :func:`chakra.link.batch.pair_by_rank` finds, with the same errors, in any location."""
+    files: dict[int, Location] = {}
+    for path in list_folder(folder):
+        name = name_of(path)
+        rank = _rank(path) if name.endswith(TRACE_SUFFIXES) else None
+        if rank is not None:
+            if rank in files:
+                raise ChakraError(
+                    f"{folder}: two files for rank {rank}: {name_of(files[rank])}, {name}"
+                )
+            files[rank] = path
+    return files
+
+
+def ranks_in_folders(host_dir: Location, device_dir: Location) -> list[RankFiles]:
+    """Every rank present in both a folder of host traces and one of Kineto traces, paired
+    by the last number in their names."""
+    hosts, devices = _by_rank(host_dir), _by_rank(device_dir)
+    if not hosts or not devices:
+        raise ChakraError(f"no rank-numbered .json/.json.gz traces in {host_dir} and {device_dir}")
+    unpaired = sorted(set(hosts) ^ set(devices))
+    if unpaired:
+        raise ChakraError(f"ranks {unpaired} have a host trace or a device trace but not both")
+    return [RankFiles(rank, hosts[rank], devices[rank]) for rank in sorted(hosts)]

@@ -4,48 +4,65 @@ is reused instead of linked and converted again.
 A rank is complete when ``rank<r>.et_plus.json``, ``rank<r>.et`` and ``rank<r>.report.json``
 (its link and convert reports, written atomically after the other two) all exist, each is
 newer than both input traces, and the report was made with the same link options.
+
+The folder may be a URL (see :mod:`chakra.fileio.location`). Where its file system does not
+report modification times, a rank whose three outputs exist (and whose report has the same
+options) counts as finished: the report is written last and appears whole, so a finished
+report file is a finished rank.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any, Optional
 
 import msgspec
 
-from chakra.fileio import atomic_output
+from chakra.errors import ChakraError
+from chakra.fileio import atomic_output, read_input
+from chakra.fileio.location import Location, join, modified_ns
 from chakra.link import LinkOptions
 
 logger = logging.getLogger(__name__)
 
 
-def rank_outputs(folder: Path, rank: int) -> tuple[Path, Path, Path]:
-    """``(et_plus, et, report)`` paths of one rank in the output folder."""
-    return (folder / f"rank{rank}.et_plus.json", folder / f"rank{rank}.et",
-            folder / f"rank{rank}.report.json")  # fmt: skip
+def rank_outputs(folder: Location, rank: int) -> tuple[Location, Location, Location]:
+    """``(et_plus, et, report)`` locations of one rank in the output folder."""
+    return (join(folder, f"rank{rank}.et_plus.json"), join(folder, f"rank{rank}.et"),
+            join(folder, f"rank{rank}.report.json"))  # fmt: skip
 
 
-def write_rank_report(path: Path, entry: dict[str, Any], options: LinkOptions) -> None:
+def write_rank_report(path: Location, entry: dict[str, Any], options: LinkOptions) -> None:
     """Store one rank's report entry with the options that made it (atomically)."""
     with atomic_output(path, text=True) as out:
         json.dump({"options": msgspec.to_builtins(options), "entry": entry}, out,
                   indent=2, sort_keys=True)  # fmt: skip
 
 
+def _outputs_newer(outputs: tuple[Location, ...], inputs: tuple[Location, ...]) -> bool:
+    """Whether every output is newer than every input; True when a time is unknown (then
+    the outputs existing is enough). A missing file raises ``OSError``."""
+    input_times = [modified_ns(path) for path in inputs]
+    output_times = [modified_ns(path) for path in outputs]
+    known_inputs = [t for t in input_times if t is not None]
+    known_outputs = [t for t in output_times if t is not None]
+    if len(known_inputs) < len(inputs) or len(known_outputs) < len(outputs):
+        return True
+    return min(known_outputs) > max(known_inputs)
+
+
 def reusable_entry(
-    folder: Path, rank: int, inputs: tuple[Path, Path], options: LinkOptions
+    folder: Location, rank: int, inputs: tuple[Location, Location], options: LinkOptions
 ) -> Optional[dict[str, Any]]:
     """The stored report entry of ``rank`` if its outputs are complete, newer than both
     ``inputs`` (by modification time) and made with ``options``; else None."""
     outputs = rank_outputs(folder, rank)
     try:
-        newest_input = max(path.stat().st_mtime_ns for path in inputs)
-        if any(path.stat().st_mtime_ns <= newest_input for path in outputs):
+        if not _outputs_newer(outputs, inputs):
             return None
-        stored = json.loads(outputs[2].read_text())
-    except (OSError, ValueError):
+        stored = json.loads(read_input(outputs[2]))
+    except (OSError, ValueError, ChakraError):
         return None
     if not isinstance(stored, dict) or stored.get("options") != msgspec.to_builtins(options):
         return None

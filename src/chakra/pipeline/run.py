@@ -9,6 +9,10 @@ Output folder layout::
     report.json            per rank: link coverage, conversion counts, simulated vs measured
     timeline.json          simulated (and measured) schedule, Chrome/Perfetto JSON
     utilisation.png        GPU stream utilisation over time, simulated vs measured
+
+Inputs and the output folder may be URLs (``s3://bucket/job/``, ``file:///shared/job``, any
+fsspec protocol; see :mod:`chakra.fileio.location`), read and written by whichever process
+runs the stage, so Dask workers need the same file system packages and credentials.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import tempfile
 from concurrent.futures import ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Optional
@@ -23,8 +28,9 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.convert import convert_file
-from chakra.errors import ChakraError
+from chakra.errors import ChakraError, FileAccessError
 from chakra.fileio import atomic_output
+from chakra.fileio.location import Location, copy_local_to, join, location, make_folder, missing
 from chakra.link import LinkOptions
 from chakra.link.batch import link_files
 from chakra.pipeline.resume import rank_outputs, reusable_entry, write_rank_report
@@ -37,19 +43,22 @@ logger = logging.getLogger(__name__)
 
 
 class RankFiles(msgspec.Struct, frozen=True):
+    """One rank's host and device traces: local paths, or URL strings."""
+
     rank: int
-    host: Path
-    device: Path
+    host: Location
+    device: Location
 
 
 class PipelineResult(msgspec.Struct, frozen=True):
-    """Per-rank results, where the outputs are, and the ranks reused from an earlier run."""
+    """Per-rank results, where the outputs are (paths, or URLs for a URL output folder), and
+    the ranks reused from an earlier run."""
 
-    output_dir: Path
+    output_dir: Location
     ranks: list[dict[str, Any]]
-    timeline: Path
-    plot: Optional[Path]
-    report: Path
+    timeline: Location
+    plot: Optional[Location]
+    report: Location
     reused: list[int] = []
 
 
@@ -63,7 +72,7 @@ class Execution(msgspec.Struct, frozen=True):
     scheduler: Optional[str] = None
 
 
-def _link_and_convert(job: tuple[RankFiles, Path, LinkOptions]) -> dict[str, Any]:
+def _link_and_convert(job: tuple[RankFiles, Location, LinkOptions]) -> dict[str, Any]:
     files, folder, options = job
     et_plus, et, report = rank_outputs(folder, files.rank)
     link = link_files(files.host, files.device, et_plus, options)
@@ -87,8 +96,10 @@ def _progress(total: int) -> Any:
 
 def _execute(work: list, execution: Execution, on_done: Any) -> list:
     """Run ``_link_and_convert`` over ``work`` serially, in a process pool or on Dask."""
-    estimates = [estimate_peak_bytes(files.host, files.device) for files, _, _ in work]
     budget = execution.max_memory_bytes
+    estimates = [0] * len(work)  # only a memory budget needs them (a request each on a URL)
+    if budget is not None:
+        estimates = [estimate_peak_bytes(files.host, files.device) for files, _, _ in work]
     if execution.executor == "dask":
         with dask_client(execution.scheduler or "") as client:
 
@@ -113,7 +124,7 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
 
 
 def _prepare(
-    ranks: list[RankFiles], folder: Path, options: LinkOptions, execution: Execution
+    ranks: list[RankFiles], folder: Location, options: LinkOptions, execution: Execution
 ) -> tuple[list, list[int]]:
     """Every rank's report entry (sorted by rank) and the ranks reused from an earlier run."""
     reused: list[dict[str, Any]] = []
@@ -146,7 +157,7 @@ def _prepare(
 
 def run_pipeline(
     ranks: list[RankFiles],
-    output_dir: Path,
+    output_dir: Location,
     *,
     jobs: int = 1,
     options: Optional[LinkOptions] = None,
@@ -162,8 +173,9 @@ def run_pipeline(
     Linking and converting run per rank: serially (``jobs`` 1), in ``jobs`` worker
     processes, or with ``executor="dask"`` as tasks on the Dask distributed cluster at
     ``scheduler`` (an address, or ``local:N`` for N local worker processes). Dask workers
-    read the inputs and write the outputs at the same plain paths, so they need a shared
-    file system; fsspec URLs (s3://...) are not supported.
+    read the inputs and write the outputs at the same locations, so these must be on a
+    file system the workers share, or URLs they can reach (``s3://...``; fsspec needed).
+    A missing input is reported before anything is written.
 
     ``resume``: ranks whose outputs are complete and newer than their inputs (see
     :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes only the rest.
@@ -173,26 +185,50 @@ def run_pipeline(
     if not ranks:
         raise ChakraError("no ranks to process")
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir = location(output_dir)
+    _check_inputs(ranks)
+    make_folder(output_dir)
     prepared, reused = _prepare(ranks, output_dir, options or LinkOptions(), execution)
-    engine = simulate_files([Path(r["et"]) for r in prepared])
+    engine = simulate_files([location(r["et"]) for r in prepared])
     results: list[RankResult] = rank_results(engine)
     for r, (entry, result) in enumerate(zip(prepared, results)):
         entry["simulation"] = msgspec.to_builtins(result)
         entry["critical_path"] = [list(item) for item in critical_path(engine, r)]
-    timeline = output_dir / "timeline.json"
+    timeline = join(output_dir, "timeline.json")
     with atomic_output(timeline, text=True) as out:
         json.dump(chrome_trace(engine, compare=True), out)
     picture = None
     if plot:
-        from chakra.simulate.plot import plot_utilisation
-
-        picture = output_dir / "utilisation.png"
-        plot_utilisation(engine, picture)
-    report = output_dir / "report.json"
+        picture = join(output_dir, "utilisation.png")
+        _plot(engine, picture)
+    report = join(output_dir, "report.json")
     with atomic_output(report, text=True) as out:
         json.dump({"ranks": prepared}, out, indent=2, sort_keys=True)
     return PipelineResult(output_dir, prepared, timeline, picture, report, reused)
+
+
+def _check_inputs(ranks: list[RankFiles]) -> None:
+    """Raise FileAccessError naming the first missing input (and how many are missing)."""
+    inputs = {files.host: ("host", files.rank) for files in ranks}
+    inputs.update({files.device: ("Kineto", files.rank) for files in ranks})
+    absent = missing(list(inputs))
+    if absent:
+        kind, rank = inputs[absent[0]]
+        more = f"; {len(absent) - 1} more inputs are missing" if len(absent) > 1 else ""
+        raise FileAccessError(f"{absent[0]}: no such file (the {kind} trace of rank {rank}){more}")
+
+
+def _plot(engine: Any, picture: Location) -> None:
+    """The utilisation plot, drawn into a local file first when ``picture`` is a URL."""
+    from chakra.simulate.plot import plot_utilisation
+
+    if isinstance(picture, Path):
+        plot_utilisation(engine, picture)
+        return
+    with tempfile.TemporaryDirectory(prefix="chakra-plot-") as scratch:
+        local = Path(scratch) / "utilisation.png"
+        plot_utilisation(engine, local)
+        copy_local_to(local, picture)
 
 
 def _execution(

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from chakra.errors import ChakraError
+from chakra.fileio.compressed import GZIP_MAGIC
+from chakra.fileio.location import Location, is_url, open_url
 
 logger = logging.getLogger(__name__)
 
@@ -20,11 +22,15 @@ PEAK_PER_INPUT_BYTE = 6
 FIRST_COMPLETED = "FIRST_COMPLETED"
 
 
-def uncompressed_size(path: Path) -> int:
+def uncompressed_size(path: Location) -> int:
     """Bytes of ``path`` once decompressed: for gzip, the ISIZE trailer (the last 4 bytes,
     the uncompressed size modulo 2**32 of the last gzip member, so an underestimate past
     4 GiB or for multi-member files); otherwise the file size; 0 if it cannot be read (the
-    stage that opens it reports that). O(1): nothing is decompressed."""
+    stage that opens it reports that). O(1): nothing is decompressed (for a URL, one
+    request for the size and one for the trailer)."""
+    if is_url(path):
+        return _url_uncompressed_size(str(path))
+    path = Path(path)
     try:
         size = path.stat().st_size
         if path.suffix != ".gz" or size < 18:
@@ -38,7 +44,22 @@ def uncompressed_size(path: Path) -> int:
         return 0
 
 
-def estimate_peak_bytes(host: Path, device: Path) -> int:
+def _url_uncompressed_size(url: str) -> int:
+    try:
+        with open_url(url, "rb") as stream:
+            size = stream.seek(0, 2)
+            if not url.endswith(".gz") or size < 18:
+                return size
+            stream.seek(0)
+            if stream.read(2) != GZIP_MAGIC:
+                return size
+            stream.seek(size - 4)
+            return int.from_bytes(stream.read(4), "little")
+    except (OSError, ChakraError):
+        return 0
+
+
+def estimate_peak_bytes(host: Location, device: Location) -> int:
     """Estimated peak memory of preparing one rank: ``PEAK_PER_INPUT_BYTE`` times the
     uncompressed size of its host and device traces. A rough planning figure, not a bound."""
     return PEAK_PER_INPUT_BYTE * (uncompressed_size(host) + uncompressed_size(device))
