@@ -114,3 +114,11 @@ def test_local_paths_do_not_import_fsspec(tmp_path: Path) -> None:
         "assert 'fsspec' not in sys.modules, 'fsspec imported'\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_writing_into_a_missing_url_folder_names_the_target(tmp_path: Path) -> None:
+    target = f"file://{tmp_path}/no/such/folder/x.json"
+    with pytest.raises(FileAccessError) as info, atomic_output(target) as out:
+        out.write(b"x")
+    assert str(info.value) == f"cannot write {target}: No such file or directory"
+    assert list(tmp_path.iterdir()) == []

@@ -58,7 +58,7 @@ class AtomicFile:
         self._raw: IO
         if isinstance(self.path, str):
             self._tmp_name = temporary_sibling(self.path)
-            self._raw = open_url(self._tmp_name, "wb")
+            self._raw = open_url(self._tmp_name, "wb", shown=self.path)
         else:
             try:
                 fd, self._tmp_name = tempfile.mkstemp(

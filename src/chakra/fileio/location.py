@@ -87,14 +87,15 @@ def url_filesystem(url: str) -> tuple[Any, str]:
         raise ChakraError(f"{url}: not a usable URL: {exc}") from None
 
 
-def open_url(url: str, mode: str) -> IO:
-    """``url`` opened in binary ``mode`` (``"rb"`` or ``"wb"``)."""
+def open_url(url: str, mode: str, *, shown: Optional[str] = None) -> IO:
+    """``url`` opened in binary ``mode`` (``"rb"`` or ``"wb"``); an error names ``shown``
+    (default: ``url``), e.g. the final name of a file written under a temporary one."""
     fs, path = url_filesystem(url)
     verb = "open" if "r" in mode else "write"
     try:
         return fs.open(path, mode)
     except OSError as exc:
-        raise FileAccessError(f"cannot {verb} {url}: {_why(exc)}") from exc
+        raise FileAccessError(f"cannot {verb} {shown or url}: {_why(exc)}") from exc
 
 
 def list_folder(folder: Location) -> list[Location]:

@@ -54,7 +54,7 @@ def describe_decode_error(exc: msgspec.MsgspecError) -> str:
 
 def decode_json(path: PathLike, data: bytes, decoder: msgspec.json.Decoder, what: str) -> Any:
     """Decode ``data`` with ``decoder``; a malformed or mistyped document is one error line."""
-    if not data.strip():
+    if not data or data.isspace():  # not strip(): that copies a document with end spaces
         raise TraceFormatError(path, f"empty file; expected a {what} JSON document")
     try:
         return decoder.decode(data)
