@@ -4,6 +4,7 @@ results and the same errors as ``gzip``, plain files read once."""
 from __future__ import annotations
 
 import gzip
+import io
 import subprocess
 import sys
 import zlib
@@ -13,6 +14,7 @@ import pytest
 
 from chakra.errors import TraceFormatError
 from chakra.fileio import read_input
+from chakra.fileio.compressed import _ClosingGzipFile
 
 CONTENT = (
     b'{"traceEvents": [' + b",".join(b'{"ph": "X", "ts": %d}' % i for i in range(5000)) + b"]}"
@@ -91,6 +93,7 @@ def test_an_implausible_size_trailer_is_not_believed(tmp_path: Path) -> None:
 PEAK_SCRIPT = """
 import sys
 from chakra.fileio import read_input
+from chakra.fileio.compressed import _ClosingGzipFile
 
 def peak():
     with open("/proc/self/status") as status:
@@ -112,3 +115,10 @@ def test_reading_peaks_at_about_the_content_size(tmp_path: Path, packed: bool) -
     result = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(path)],
                             capture_output=True, text=True, check=True)  # fmt: skip
     assert float(result.stdout) < 1.3, result.stdout  # was ~2.0 (chunks joined)
+
+
+def test_a_gzip_reader_over_a_url_stream_closes_it() -> None:
+    source = io.BytesIO(gzip.compress(b"x"))
+    with _ClosingGzipFile(source) as stream:  # type: ignore[arg-type]
+        assert stream.read() == b"x"
+    assert source.closed

@@ -49,6 +49,20 @@ def _starts_with_gzip_magic(raw: BinaryIO, path: PathLike) -> bool:
         raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
+class _ClosingGzipFile(gzip.GzipFile):
+    """A reading ``GzipFile`` over an open stream that closes that stream with itself."""
+
+    def __init__(self, source: BinaryIO) -> None:
+        super().__init__(fileobj=source, mode="rb")
+        self._source = source
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._source.close()
+
+
 def open_binary_input(path: PathLike) -> tuple[BinaryIO, bool]:
     """Open ``path`` for binary reading, inflating it when it starts with the gzip magic.
 
@@ -61,7 +75,7 @@ def open_binary_input(path: PathLike) -> tuple[BinaryIO, bool]:
     if not _starts_with_gzip_magic(raw, path):
         return raw, False
     if is_url(path):
-        return gzip.GzipFile(fileobj=raw, mode="rb"), True  # type: ignore[return-value]
+        return _ClosingGzipFile(raw), True  # type: ignore[return-value]
     raw.close()
     source = Path(path)
     try:
