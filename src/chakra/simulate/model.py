@@ -1,21 +1,30 @@
 """The simulator's view of a Chakra ET graph: flat arrays indexed by node position.
 
-Built once from protobuf nodes (streamed from a file), then read by the engine only. Each
-node has a duration, its predecessors and successors (compressed rows), a resource (a host
-thread, a (device, stream), or none), and, for communication nodes, what it must meet on
-other ranks.
+Built once from protobuf nodes (streamed from a file), then read by the engine only: one
+Python pass reads each node's fields, and array operations (:mod:`chakra.simulate.csr`)
+match dependency ids to positions and build the rows. Each node has a duration, its
+predecessors and successors (compressed rows), a resource (a host thread, a (device,
+stream), or none), and, for communication nodes, what it must meet on other ranks.
 """
 
 from __future__ import annotations
 
+import gc
 from array import array
 from collections.abc import Iterable
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 
 from chakra.errors import ChakraError
 from chakra.et.schema import NodeType
+from chakra.simulate.csr import (
+    dependency_positions,
+    index_ids,
+    owner_of,
+    successor_rows,
+    to_array,
+)
 
 COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 NO_RESOURCE = -1
@@ -54,94 +63,133 @@ class SimGraph(msgspec.Struct):
     comm: dict[int, CommKey]  # node index -> key, for communication nodes
 
 
-def _attrs(node: Any) -> dict[str, Any]:
-    """The attributes the simulator reads, in one pass over the node's list."""
-    values = {}
-    for attr in node.attr:
-        if attr.name in _READ:
-            kind = attr.WhichOneof("value")
-            values[attr.name] = getattr(attr, kind) if kind is not None else None
-    return values
-
-
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
                    "duration_ns"})  # fmt: skip
-
-
-def _resource_key(values: dict[str, Any], serialize_gpu: bool) -> Optional[tuple]:
-    if values.get("is_cpu_op", True):
-        tid = values.get("tid")
-        return ("thread", int(tid)) if tid is not None else None
-    device = int(values.get("device") or 0)
-    if serialize_gpu:  # the reference before stream ids: one GPU slot for all streams
-        return ("stream", device, "all")
-    stream = values.get("stream")
-    return ("stream", device, int(stream) if stream is not None else 0)
-
-
-def _csr(rows: list[list[int]]) -> tuple[array, array]:
-    start = array("q", [0])
-    flat = array("q")
-    for row in rows:
-        flat.extend(row)
-        start.append(len(flat))
-    return flat, start
+_COMM_TYPE_VALUES = frozenset(int(t) for t in COMM_TYPES)  # plain ints: faster to look up
 
 
 def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False) -> SimGraph:
     """Index ``nodes`` (any order). Raises SimulationError for a repeated id or a
     dependency on an id that no node has. Resources: a host node runs on its thread
     (``tid``), a GPU node on its (device, stream), or, with ``serialize_gpu``, all GPU
-    nodes of a device on one slot; a node with neither waits for no resource."""
+    nodes of a device on one slot; a node with neither waits for no resource.
+
+    One pass over the nodes fills flat arrays (dependencies as the ids they name); ids are
+    then matched and the rows transposed with array operations (:mod:`.csr`). Errors are
+    the ones a check of each node in turn would raise first: a repeated id is reported
+    before any error of a later node (a bad attribute value, a file that cannot be read),
+    and an unknown dependency only once every node has been read."""
     ids, names, durations, measured = array("q"), [], array("d"), array("d")
-    resource, resources, index_of = array("q"), [], {}
+    resource, deps, dep_start = array("q"), array("Q"), array("q", [0])
     resource_index: dict[tuple, int] = {}
-    raw_deps: list[Any] = []
     comm: dict[int, CommKey] = {}
     group_count: dict[str, int] = {}
+    # the pass allocates no reference cycles: the collector would only rescan the nodes
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _read_nodes(nodes, serialize_gpu, ids, names, durations, measured, resource,
+                    resource_index, deps, dep_start, comm, group_count)  # fmt: skip
+    except Exception:
+        repeat = index_ids(ids)[1]
+        if repeat >= 0:  # checked node by node, the repeat would have been met first
+            raise _repeated(rank, ids, repeat) from None
+        raise
+    finally:
+        if collecting:
+            gc.enable()
+    index, repeat = index_ids(ids)
+    if repeat >= 0:
+        raise _repeated(rank, ids, repeat)
+    positions, missing = dependency_positions(index, deps)
+    if missing >= 0:
+        owner = owner_of(dep_start, missing)
+        raise SimulationError(
+            f"rank {rank}: node {ids[owner]} ({names[owner]}) depends on "
+            f"unknown node {deps[missing]}"
+        )
+    succs, succ_start = successor_rows(positions, dep_start)
+    resources: list[tuple] = [()] * len(resource_index)
+    for key, slot in resource_index.items():
+        resources[slot] = key
+    return SimGraph(rank, ids, names, durations, resource, resources, to_array(positions),
+                    dep_start, succs, succ_start, measured, comm)  # fmt: skip
+
+
+def _value(attr: Any) -> Any:
+    """The value of an attribute, whichever kind it holds (None when it holds none)."""
+    kind = attr.WhichOneof("value")
+    return getattr(attr, kind) if kind is not None else None
+
+
+def _repeated(rank: int, ids: array, position: int) -> SimulationError:
+    return SimulationError(f"rank {rank}: node id {ids[position]} appears twice")
+
+
+def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: list[str],
+                durations: array, measured: array, resource: array,
+                resource_index: dict[tuple, int], deps: array, dep_start: array,
+                comm: dict[int, CommKey], group_count: dict[str, int]) -> None:  # fmt: skip
+    """The per-node pass of :func:`build_graph`: appends to every array it is given."""
+    ids_append, names_append, durations_append = ids.append, names.append, durations.append
+    measured_append, resource_append = measured.append, resource.append
+    deps_fromlist, dep_start_append = deps.fromlist, dep_start.append
+    read, comm_types, coll = _READ, _COMM_TYPE_VALUES, int(NodeType.COMM_COLL_NODE)
     for position, node in enumerate(nodes):
-        if node.id in index_of:
-            raise SimulationError(f"rank {rank}: node id {node.id} appears twice")
-        index_of[node.id] = position
-        ids.append(node.id)
-        names.append(node.name)
-        durations.append(float(node.duration_micros))
-        measured.append(float(node.start_time_micros) if node.start_time_micros else -1.0)
-        values = _attrs(node)
-        if values.get("duration_ns") is not None:  # exact duration of a fractional-µs op
-            durations[-1] = values["duration_ns"] / 1000.0
-        key = _resource_key(values, serialize_gpu)
-        if key is None:
-            resource.append(NO_RESOURCE)
+        ids_append(node.id)
+        names_append(node.name)
+        start = node.start_time_micros
+        measured_append(float(start) if start else -1.0)
+        is_cpu_op = True
+        tid = stream = device = duration_ns = None
+        values = None
+        for attr in node.attr[:]:  # a list made in C: faster to walk than the container
+            name = attr.name
+            if name in read:  # a nonzero member is the one set: the common case, read directly
+                if name == "is_cpu_op":
+                    is_cpu_op = attr.bool_val or _value(attr)
+                elif name == "tid":
+                    tid = attr.int64_val or _value(attr)
+                elif name == "duration_ns":
+                    duration_ns = attr.int64_val or _value(attr)
+                elif name == "stream":
+                    stream = attr.int64_val or _value(attr)
+                elif name == "device":
+                    device = attr.int64_val or _value(attr)
+                else:  # the communication attributes
+                    if values is None:
+                        values = {}
+                    values[name] = _value(attr)
+        if duration_ns is not None:  # exact duration of a fractional-µs op
+            durations_append(duration_ns / 1000.0)
         else:
-            resource.append(resource_index.setdefault(key, len(resource_index)))
-        raw_deps.append(list(node.data_deps))
-        if node.type in COMM_TYPES:
+            durations_append(float(node.duration_micros))
+        if is_cpu_op:
+            key = ("thread", int(tid)) if tid is not None else None
+        else:
+            device = int(device or 0)
+            if serialize_gpu:  # the reference before stream ids: one slot per device
+                key = ("stream", device, "all")
+            else:
+                key = ("stream", device, int(stream) if stream is not None else 0)
+        if key is None:
+            resource_append(NO_RESOURCE)
+        else:
+            slot = resource_index.get(key)
+            if slot is None:
+                slot = resource_index[key] = len(resource_index)
+            resource_append(slot)
+        deps_fromlist(node.data_deps[:])  # as for attr: faster than extend(container)
+        dep_start_append(len(deps))
+        node_type = node.type
+        if node_type in comm_types:
+            if values is None:
+                values = {}
             pg = str(values.get("pg_name") or "")
             comm_type = values.get("comm_type")
-            is_coll = node.type == NodeType.COMM_COLL_NODE
-            comm[position] = CommKey(pg, group_count.get(pg, 0),
-                                     int(comm_type) if is_coll and comm_type is not None else -1,
+            count = group_count.get(pg, 0)
+            comm[position] = CommKey(pg, count,
+                                     int(comm_type) if node_type == coll and comm_type is not None
+                                     else -1,
                                      int(values.get("comm_size") or 0))  # fmt: skip
-            group_count[pg] = group_count.get(pg, 0) + 1
-    resources = [None] * len(resource_index)
-    for key, index in resource_index.items():
-        resources[index] = key
-    pred_rows: list[list[int]] = []
-    succ_rows: list[list[int]] = [[] for _ in ids]
-    for position, deps in enumerate(raw_deps):
-        row = []
-        for dep in deps:
-            source = index_of.get(dep)
-            if source is None:
-                raise SimulationError(
-                    f"rank {rank}: node {ids[position]} ({names[position]}) depends on "
-                    f"unknown node {dep}"
-                )
-            row.append(source)
-            succ_rows[source].append(position)
-        pred_rows.append(row)
-    preds, pred_start = _csr(pred_rows)
-    succs, succ_start = _csr(succ_rows)
-    return SimGraph(rank, ids, names, durations, resource, resources, preds, pred_start,
-                    succs, succ_start, measured, comm)  # fmt: skip
+            group_count[pg] = count + 1
