@@ -21,7 +21,13 @@ class TraceKind(enum.Enum):
 
 
 def looks_like_json(data: bytes) -> bool:
-    return data.lstrip()[:1] in (b"{", b"[")
+    """Whether the first non-blank byte opens a JSON object or list (looked for a page at a
+    time: ``data`` may be a whole multi-GB trace, which ``lstrip`` would copy)."""
+    for start in range(0, len(data), 4096):
+        head = data[start : start + 4096].lstrip()
+        if head:
+            return head[:1] in (b"{", b"[")
+    return False
 
 
 def sniff_kind(path: PathLike) -> TraceKind:
