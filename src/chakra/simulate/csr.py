@@ -19,10 +19,13 @@ import numpy as np
 
 class IdIndex(NamedTuple):
     """The ids sorted, and the position of each sorted id (None: the ids were already in
-    increasing order, so a sorted id's position is its own index)."""
+    increasing order, so a sorted id's position is its own index). ``identity``: the ids are
+    0, 1, ... count-1 in order, each its own position (``sorted_ids`` is then left empty)."""
 
     sorted_ids: np.ndarray  # uint64
     order: Optional[np.ndarray]  # int64
+    count: int
+    identity: bool
 
 
 def index_ids(ids: array) -> tuple[IdIndex, int]:
@@ -30,23 +33,26 @@ def index_ids(ids: array) -> tuple[IdIndex, int]:
     earlier position (-1 when every id is unique)."""
     values = np.frombuffer(ids, dtype=np.int64) if len(ids) else np.zeros(0, dtype=np.int64)
     if (values[1:] > values[:-1]).all():  # the common case: written in id order
-        return IdIndex(values.astype(np.uint64), None), -1
+        if len(values) == 0 or (values[0] == 0 and values[-1] == len(values) - 1):
+            return IdIndex(np.zeros(0, dtype=np.uint64), None, len(values), True), -1
+        return IdIndex(values.astype(np.uint64), None, len(values), False), -1
     order = np.argsort(values, kind="stable")  # equal ids keep their file order
     ordered = values[order]
     repeated = ordered[1:] == ordered[:-1]
     first_repeat = int(order[1:][repeated].min()) if repeated.any() else -1
-    return IdIndex(ordered.astype(np.uint64), order), first_repeat
+    return IdIndex(ordered.astype(np.uint64), order, len(values), False), first_repeat
 
 
 def dependency_positions(index: IdIndex, deps: array) -> tuple[np.ndarray, int]:
     """The position of the node each dependency names (int64), and the index in ``deps`` of
     the first dependency that names no node (-1 when all are known)."""
     wanted = np.frombuffer(deps, dtype=np.uint64) if len(deps) else np.zeros(0, dtype=np.uint64)
-    count = len(index.sorted_ids)
-    if count == 0:
-        return np.zeros(len(wanted), dtype=np.int64), (0 if len(wanted) else -1)
-    found_at = np.searchsorted(index.sorted_ids, wanted)
-    np.minimum(found_at, count - 1, out=found_at)
+    if index.identity:
+        missing = wanted >= np.uint64(index.count)
+        first_missing = int(np.argmax(missing)) if missing.any() else -1
+        return wanted.astype(np.int64), first_missing
+    found_at = np.searchsorted(index.sorted_ids, wanted)  # no ids: identity, above
+    np.minimum(found_at, index.count - 1, out=found_at)
     missing = index.sorted_ids[found_at] != wanted
     first_missing = int(np.argmax(missing)) if missing.any() else -1
     positions = found_at if index.order is None else index.order[found_at]
