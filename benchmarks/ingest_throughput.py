@@ -1,10 +1,11 @@
 """Loading throughput of the host ET and Kineto loaders: MB/s of JSON and peak RSS.
 
 Each measurement runs in its own process so that its peak RSS is its own; MB/s counts the
-uncompressed JSON bytes (gzip inflation included in the time). The stdlib ``json.loads`` of
-the same bytes is printed for comparison. Inputs: the shared real traces, and two synthetic
-Kineto traces of about ``--synthetic-mb`` MB: one replicating the events of
-``param/linear.kineto.json.gz`` with shifted timestamps and ids, one written by
+uncompressed JSON bytes (gzip inflation included in the time). For Kineto traces, "kept" is
+the RSS that the loaded trace holds, against the uncompressed file's size. The stdlib
+``json.loads`` of the same bytes is printed for comparison. Inputs: the shared real traces,
+and two synthetic Kineto traces of about ``--synthetic-mb`` MB: one replicating the events
+of ``param/linear.kineto.json.gz`` with shifted timestamps and ids, one written by
 ``chakra.synth`` (multi-stream transformer step).
 
     python benchmarks/ingest_throughput.py [--synthetic-mb 500] [--traces DIR]
@@ -34,21 +35,37 @@ def measure(kind: str, path: Path) -> dict:
     from chakra.fileio import read_input
     from chakra.ingest import load_device_trace, load_host_trace
 
-    size = len(read_input(path)) if kind != "json" else 0
+    size = len(read_input(path)) if kind == "host" else 0
+    before = _rss_mib()
     start = time.perf_counter()
+    retained = None
     if kind == "host":
         count = len(load_host_trace(path).ops)
+        seconds = time.perf_counter() - start
     elif kind == "kineto":
         trace = load_device_trace(path)
+        seconds = time.perf_counter() - start
         count = sum(n for _, n in trace.category_counts)
+        retained = _rss_mib() - before  # what the loaded trace keeps
+        size = len(read_input(path))  # read after: a read before would shape the heap
     else:
         data = read_input(path)
         size = len(data)
         start = time.perf_counter()
         count = len(json.loads(data))
-    seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"bytes": size, "seconds": seconds, "items": count, "peak_rss_mib": peak}
+    return {"bytes": size, "seconds": seconds, "items": count, "peak_rss_mib": peak,
+            "retained_rss_mib": retained}  # fmt: skip
+
+
+def _rss_mib() -> float:
+    """The current resident set size (Linux), MiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def run_child(kind: str, path: Path) -> dict:
@@ -104,9 +121,15 @@ def make_generated_kineto(folder: Path, megabytes: int) -> Path:
 
 def report(label: str, numbers: dict) -> None:
     megabytes = numbers["bytes"] / 1e6
+    retained = numbers.get("retained_rss_mib")
+    kept = ""
+    if retained is not None:
+        ratio = retained * 2**20 / max(numbers["bytes"], 1)
+        kept = f"  kept {retained:6.0f} MiB ({ratio:.2f}x file)"
     print(
         f"{label:44s} {megabytes:8.1f} MB {numbers['seconds']:7.2f} s "
         f"{megabytes / numbers['seconds']:7.0f} MB/s  peak RSS {numbers['peak_rss_mib']:7.0f} MiB"
+        + kept
     )
 
 

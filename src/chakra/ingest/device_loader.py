@@ -1,16 +1,32 @@
-"""Load a Kineto device trace (``.json`` or ``.json.gz``) into a :class:`DeviceTrace`."""
+"""Load a Kineto device trace (``.json`` or ``.json.gz``) into a :class:`DeviceTrace`.
+
+Memory: the document is first decoded with ``traceEvents`` as raw JSON views, then each event
+on its own, so that no list of fat intermediate events ever exists. Equal strings (phases,
+categories, names) and process/thread ids are shared between events, and each event keeps
+the compact ``args`` of its kind (:mod:`chakra.ingest.device_args`). The file's bytes are
+released as soon as the last event is decoded.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections import Counter
-from typing import Optional
+from collections import defaultdict
+from itertools import islice
+from operator import attrgetter, eq
+from typing import Literal, Optional, Union
 
 import msgspec
 from msgspec import field
 
 from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.device_args import (
+    COMPACT_ARGS,
+    NO_ARGS,
+    LabelArgs,
+    args_decoder,
+)
+from chakra.ingest.device_flows import FlowColumns
 from chakra.ingest.device_model import (
     DeviceProperties,
     DeviceTrace,
@@ -18,7 +34,13 @@ from chakra.ingest.device_model import (
     KinetoEvent,
     ProfilerStep,
 )
-from chakra.ingest.json_input import decode_trace, gc_paused, read_json_bytes
+from chakra.ingest.json_input import (
+    decode_element,
+    describe_decode_error,
+    gc_paused,
+    read_json_bytes,
+    top_level_keys,
+)
 from chakra.ingest.vocabulary import (
     CPU_OP_CATEGORIES,
     GPU_OP_CATEGORIES,
@@ -31,18 +53,65 @@ logger = logging.getLogger(__name__)
 WHAT = "Kineto trace"
 _STEP_NUMBER = re.compile(r"ProfilerStep#(\d+)")
 _TIMED_PHASES = frozenset({"X", "i", "I", "s", "f", "t", "B", "E"})
+_OTHER = ("nodes", "host execution trace")
+_EMPTY = msgspec.Raw(b"")
+_NO_KEYS = msgspec.Raw(b"{}")
+# A kind of event whose args often hold keys outside its compact class (kernels: "grid",
+# "context"...) is decoded leniently once this many strict decodes, a fifth of all, failed.
+_STRICT_TRIES = 32
+_START = attrgetter("ts_us")
+_DURATION = attrgetter("dur_us")
 
 
 class _RawKinetoTrace(msgspec.Struct, gc=False):
-    trace_events: list[KinetoEvent] = field(name="traceEvents")
+    trace_events: list[msgspec.Raw] = field(name="traceEvents")
     distributed: Optional[DistributedInfo] = field(default=None, name="distributedInfo")
     devices: list[DeviceProperties] = field(default_factory=list, name="deviceProperties")
     trace_name: Optional[str] = field(default=None, name="traceName")
     base_time_ns: Optional[int] = field(default=None, name="baseTimeNanoseconds")
     schema_version: Optional[int] = field(default=None, name="schemaVersion")
+    other_kind: msgspec.Raw = field(default=_EMPTY, name=_OTHER[0])
+
+
+class _RawEvent(msgspec.Struct, gc=False):
+    """One event as decoded, before its strings are shared and its args decoded."""
+
+    phase: str = field(default="", name="ph")
+    category: str = field(default="", name="cat")
+    name: str = ""
+    pid: Union[int, str] = 0
+    tid: Union[int, str] = 0
+    ts_us: Union[int, float, None] = field(default=None, name="ts")
+    dur_us: Union[int, float] = field(default=0, name="dur")
+    flow_id: Union[int, str, None] = field(default=None, name="id")
+    args: msgspec.Raw = _EMPTY
 
 
 _DECODER = msgspec.json.Decoder(_RawKinetoTrace, strict=False)
+# Phases and categories of the Chrome trace format and of Kineto: decoded as literals, the
+# same string object comes back for every event (msgspec does not share other strings).
+_PHASES = ("", "X", "B", "E", "i", "I", "s", "t", "f", "M", "C", "b", "n", "e", "P", "O", "N", "D")
+_CATEGORIES = tuple(dict.fromkeys((
+    "", *(v for k, v in vars(Category).items() if not k.startswith("_")), "Trace",
+    "cuda_profiler_range", "overhead", "Runtime", "Kernel", "Memcpy", "Memset",
+    "cpu_instant_event",
+)))  # fmt: skip
+
+
+class _KnownEvent(_RawEvent, gc=False):
+    """An event whose phase and category are known: both come decoded as shared strings."""
+
+    phase: Literal[_PHASES] = field(default="", name="ph")  # type: ignore[valid-type]
+    category: Literal[_CATEGORIES] = field(default="", name="cat")  # type: ignore[valid-type]
+
+
+_KNOWN_EVENT_DECODER = msgspec.json.Decoder(_KnownEvent, strict=False)
+_EVENT_DECODER = msgspec.json.Decoder(_RawEvent, strict=False)
+_FULL_EVENT_DECODER = msgspec.json.Decoder(KinetoEvent, strict=False)  # to word errors
+_LABEL_DECODER = msgspec.json.Decoder(LabelArgs, strict=False)
+_BY_CLASS = {compact: args_decoder(compact) for compact in dict.fromkeys(COMPACT_ARGS.values())}
+_ARGS_DECODERS = {category: _BY_CLASS[compact] for category, compact in COMPACT_ARGS.items()}
+_FULL_ARGS_DECODER = args_decoder(None)  # categories without a compact class keep every key
 
 
 def load_device_trace(path: PathLike, data: Optional[bytes] = None) -> DeviceTrace:
@@ -56,47 +125,131 @@ def load_device_trace(path: PathLike, data: Optional[bytes] = None) -> DeviceTra
     if data is None:
         data = read_json_bytes(path)
     with gc_paused():
-        raw: _RawKinetoTrace = decode_trace(
-            path, data, _DECODER, WHAT, other=("nodes", "host execution trace")
-        )
-        del data
+        raw = _decode_document(path, data)
+        del data  # the raw events keep the bytes alive until they are decoded
         return _organise(path, raw)
 
 
+def _decode_document(path: PathLike, data: bytes) -> _RawKinetoTrace:
+    """:func:`~chakra.ingest.json_input.decode_trace`'s checks and wording, without its
+    ``data.strip()``, which copies the whole file when it ends with a newline."""
+    if not data or data.isspace():
+        raise TraceFormatError(path, f"empty file; expected a {WHAT} JSON document")
+    try:
+        return _DECODER.decode(data)
+    except msgspec.DecodeError as exc:
+        key, kind = _OTHER
+        if key in top_level_keys(data):
+            raise TraceFormatError(path, f"this is a {kind} (it has {key}), not a {WHAT}") from exc
+        raise TraceFormatError(path, f"not a valid {WHAT}: {describe_decode_error(exc)}") from exc
+
+
 def _sorted_by_start(events: list[KinetoEvent]) -> tuple[KinetoEvent, ...]:
-    events.sort(key=lambda e: (e.ts_us, -e.dur_us))
+    """By (start, longest first), ties in file order: enclosing ops precede what they
+    enclose. Sorted by start alone, then the runs of equal starts by duration."""
+    events.sort(key=_START)
+    starts = list(map(_START, events))
+    if any(map(eq, starts, islice(starts, 1, None))):
+        _longest_first_within_ties(events, starts)
     return tuple(events)
+
+
+def _longest_first_within_ties(events: list[KinetoEvent], starts: list) -> None:
+    ties = [i for i, (a, b) in enumerate(zip(starts, starts[1:])) if a == b]
+    end = -1
+    for first in ties:
+        if first < end:
+            continue
+        end = first + 2
+        while end < len(starts) and starts[end] == starts[first]:
+            end += 1
+        events[first:end] = sorted(events[first:end], key=_DURATION, reverse=True)
 
 
 def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
     groups: dict[str, list[KinetoEvent]] = {
-        "cpu": [], "runtime": [], "gpu": [], "sync": [], "gpu_annotation": [], "flow": [],
+        "cpu": [], "runtime": [], "gpu": [], "sync": [], "gpu_annotation": [],
     }  # fmt: skip
+    flows = FlowColumns()
     route = {
         **dict.fromkeys(CPU_OP_CATEGORIES, groups["cpu"]),
         **dict.fromkeys(RUNTIME_CATEGORIES, groups["runtime"]),
         **dict.fromkeys(GPU_OP_CATEGORIES, groups["gpu"]),
         Category.CUDA_SYNC: groups["sync"],
         Category.GPU_USER_ANNOTATION: groups["gpu_annotation"],
-        Category.AC2G: groups["flow"],
+        Category.AC2G: None,  # flows: stored by column
     }
+    targets = {
+        category: (category, bucket, *_ARGS_DECODERS.get(category, _FULL_ARGS_DECODER))
+        for category, bucket in route.items()
+    }
+    cpu = groups["cpu"]
     steps: list[ProfilerStep] = []
     thread_names = []
-    counts: Counter[str] = Counter()
-    for index, event in enumerate(raw.trace_events):
-        counts[event.category] += 1
-        _check_timing(path, index, event)
-        if event.phase == "M":
-            if event.name == "thread_name" and event.args.label is not None:
-                thread_names.append((event.pid, event.tid, event.args.label))
+    counts: defaultdict[str, int] = defaultdict(int)
+    failed: defaultdict[str, int] = defaultdict(int)  # strict args decodes, by category
+    shared: dict[object, object] = {}  # equal strings and ids, one object each
+    share = shared.setdefault
+    timing_error: Optional[TraceFormatError] = None
+    decode_known, decode_event = _KNOWN_EVENT_DECODER.decode, _EVENT_DECODER.decode
+    raw_events, other_kind = raw.trace_events, bool(raw.other_kind)
+    raw.trace_events, raw.other_kind = [], _EMPTY
+    # Each raw event is freed once decoded, which makes room for the events kept (see
+    # device_args.RuntimeArgs for why no kept object has the size of a raw one).
+    raw_events.reverse()
+    next_event = raw_events.pop
+    for index in range(len(raw_events)):
+        element = next_event()
+        try:
+            try:
+                event = decode_known(element)
+            except msgspec.ValidationError:  # another phase or category, or a real error
+                event = decode_event(element)
+            category = event.category
+            counts[category] += 1
+            phase, ts_us, dur_us = event.phase, event.ts_us, event.dur_us
+            if dur_us < 0 or (ts_us is None and phase in _TIMED_PHASES):
+                timing_error = timing_error or _timing_error(path, index, event)
+            if phase == "M":
+                if event.name == "thread_name" and event.args:
+                    label = _LABEL_DECODER.decode(event.args).label
+                    if label is not None:
+                        thread_names.append((event.pid, event.tid, label))
+                continue
+            target = targets.get(category)
+            if target is None:
+                continue
+            category, bucket, decode_args, lenient = target
+            args = event.args
+            if not args or args == _NO_KEYS:
+                args = NO_ARGS
+            else:  # device_args.decode_args, inlined
+                try:
+                    args = decode_args(args)
+                except msgspec.ValidationError:  # a key outside the compact class
+                    args = lenient(args)
+                    failed[category] += 1
+                    if failed[category] > _STRICT_TRIES and failed[category] * 5 > counts[category]:
+                        targets[category] = (category, bucket, lenient, lenient)
+        except msgspec.DecodeError as exc:
+            raise _event_error(path, element, index, other_kind) from exc
+        name, pid, tid, flow_id = event.name, event.pid, event.tid, event.flow_id
+        if bucket is None:  # flows share equal heads by themselves
+            flows.add((phase, category, name, pid, tid), ts_us, dur_us, flow_id, args)
             continue
-        bucket = route.get(event.category)
-        if bucket is None:
-            continue
-        if bucket is groups["cpu"] and event.name.startswith(PROFILER_STEP_PREFIX):
-            steps.append(_step(event))
-            continue
-        bucket.append(event)
+        name, pid, tid = share(name, name), share(pid, pid), share(tid, tid)
+        if flow_id is not None:
+            flow_id = share(flow_id, flow_id)
+        final = KinetoEvent(phase, category, name, pid, tid, ts_us, dur_us, flow_id, args)
+        if bucket is cpu and name.startswith(PROFILER_STEP_PREFIX):
+            steps.append(_step(final))
+        else:
+            bucket.append(final)
+    # the last raw event and its args still point into the file's bytes: let them all go
+    element = event = None
+    del raw_events, shared
+    if timing_error is not None:
+        raise timing_error
     return DeviceTrace(
         path=str(path),
         cpu_ops=_sorted_by_start(groups["cpu"]),
@@ -104,7 +257,7 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
         gpu_ops=_sorted_by_start(groups["gpu"]),
         cuda_syncs=_sorted_by_start(groups["sync"]),
         gpu_annotations=_sorted_by_start(groups["gpu_annotation"]),
-        flows=_sorted_by_start(groups["flow"]),
+        flows=flows.finish(),
         steps=tuple(sorted(steps, key=lambda s: (s.number, s.ts_us))),
         category_counts=tuple(sorted(counts.items())),
         thread_names=tuple(thread_names),
@@ -116,15 +269,30 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
     )
 
 
-def _check_timing(path: PathLike, index: int, event: KinetoEvent) -> None:
-    if event.ts_us is None and event.phase in _TIMED_PHASES:
-        raise TraceFormatError(
+def _event_error(
+    path: PathLike, element: msgspec.Raw, index: int, other_kind: bool
+) -> TraceFormatError:
+    """The error that decoding the whole document at once would have given for event
+    ``index`` (:func:`~chakra.ingest.json_input.decode_trace`'s wording)."""
+    if other_kind:
+        key, kind = _OTHER
+        return TraceFormatError(path, f"this is a {kind} (it has {key}), not a {WHAT}")
+    try:
+        at_index = [element] * (index + 1)  # decode_element wants the list, reads [index]
+        decode_element(path, at_index, index, _FULL_EVENT_DECODER, WHAT, key="traceEvents")
+    except TraceFormatError as exc:
+        return exc
+    return TraceFormatError(path, f"not a valid {WHAT}: event {index} could not be decoded")
+
+
+def _timing_error(path: PathLike, index: int, event: _RawEvent) -> TraceFormatError:
+    if event.ts_us is None:
+        return TraceFormatError(
             path, f"event {index} ({event.name!r}, ph {event.phase!r}) has no 'ts'"
         )
-    if event.dur_us < 0:
-        raise TraceFormatError(
-            path, f"event {index} ({event.name!r}) has a negative duration {event.dur_us}"
-        )
+    return TraceFormatError(
+        path, f"event {index} ({event.name!r}) has a negative duration {event.dur_us}"
+    )
 
 
 def _step(event: KinetoEvent) -> ProfilerStep:

@@ -7,6 +7,7 @@ unit, microseconds, integer or fractional (``ts_us``, ``dur_us``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Optional, Union
 
 import msgspec
@@ -61,13 +62,15 @@ class KinetoArgs(msgspec.Struct, frozen=True, gc=False):
     label: Optional[str] = field(default=None, name="name")
 
 
-_NO_ARGS = KinetoArgs()
+#: The args of every event without any key read (shared: one instance for all).
+NO_ARGS = _NO_ARGS = KinetoArgs()
 
 
 class KinetoEvent(msgspec.Struct, frozen=True, gc=False):
     """One trace event. ``pid``/``tid`` are the process and thread for host events and the
     device and stream for GPU events. ``flow_id`` is the ``id`` of flow (``s``/``f``)
-    events."""
+    events. A loaded event's ``args`` is the compact class of its kind
+    (:mod:`chakra.ingest.device_args`), which answers every ``KinetoArgs`` attribute."""
 
     phase: str = field(default="", name="ph")
     category: str = field(default="", name="cat")
@@ -154,7 +157,8 @@ class DeviceTrace(msgspec.Struct, frozen=True, gc=False):
     - ``runtime_calls``: ``cuda_runtime``/``cuda_driver`` events (launches, copies, syncs...);
     - ``gpu_ops``: ``kernel``, ``gpu_memcpy`` and ``gpu_memset`` events;
     - ``cuda_syncs``: CUPTI synchronization records (``cuda_sync``);
-    - ``gpu_annotations``: ``gpu_user_annotation`` spans; ``flows``: ``ac2g`` flow events;
+    - ``gpu_annotations``: ``gpu_user_annotation`` spans; ``flows``: ``ac2g`` flow events, a
+      read-only sequence stored by column (:mod:`chakra.ingest.device_flows`);
     - ``steps``: ProfilerStep windows, by number (empty when the trace has none);
     - ``category_counts``: how many events of each category the file held, all included.
     """
@@ -165,7 +169,7 @@ class DeviceTrace(msgspec.Struct, frozen=True, gc=False):
     gpu_ops: tuple[KinetoEvent, ...]
     cuda_syncs: tuple[KinetoEvent, ...]
     gpu_annotations: tuple[KinetoEvent, ...]
-    flows: tuple[KinetoEvent, ...]
+    flows: Sequence[KinetoEvent]
     steps: tuple[ProfilerStep, ...]
     category_counts: tuple[tuple[str, int], ...]
     thread_names: tuple[tuple[Union[int, str], Union[int, str], str], ...] = ()
