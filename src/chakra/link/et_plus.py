@@ -124,16 +124,6 @@ def _collective(gpu: GpuNode) -> Optional[dict[str, Any]]:
     }  # fmt: skip
 
 
-def _inherited(node: dict[str, Any]) -> dict[str, Any]:
-    """What a GPU node copies from its parent host node, encoded once: a host op may launch
-    many kernels, and keeping encoded bytes takes a fraction of the dicts' memory."""
-    return {
-        "inputs": msgspec.Raw(_ENCODER.encode(node["inputs"])),
-        "outputs": msgspec.Raw(_ENCODER.encode(node["outputs"])),
-        "attrs": node["attrs"],  # already JSON text
-    }
-
-
 def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> dict[str, Any]:
     event = gpu.event
     empty = {"values": [], "shapes": [], "types": []}
@@ -161,17 +151,20 @@ def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> di
 
 
 def _nodes(linked: LinkedTrace) -> Iterator[dict[str, Any]]:
-    parents: dict[int, dict[str, Any]] = {}
+    """Host nodes, then GPU nodes. A GPU node's copy of its parent's inputs, outputs and
+    attrs is rebuilt from the parent op when written (cheap: raw views and a template), not
+    kept for every parent between the two passes."""
     wanted = {g.parent_id for g in linked.gpu_nodes}
+    parents: dict[int, HostOp] = {}
     extras: dict[int, bytes] = {}
     for op in linked.host.ops:
-        node = host_node(op, linked, extras)
         if op.id in wanted:
-            parents[op.id] = _inherited(node)
-        yield node
+            parents[op.id] = op
+        yield host_node(op, linked, extras)
     root_id = next((op.id for op in linked.host.ops if op.is_process_root), 1)
     for gpu in linked.gpu_nodes:
-        yield gpu_node(gpu, parents.get(gpu.parent_id) if gpu.parent_id else None, root_id)
+        op = parents.get(gpu.parent_id) if gpu.parent_id else None
+        yield gpu_node(gpu, None if op is None else host_node_untimed(op, extras), root_id)
 
 
 def _metadata(linked: LinkedTrace) -> dict[str, Any]:
