@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -289,3 +290,19 @@ def test_op_args_keep_the_whole_object_and_its_parts() -> None:
     parts = OpArgs.from_parts(args.values_json, args.shapes_json, args.types_json)
     assert parts.values == args.values and parts.types == args.types and parts.strides is None
     assert args.tensor_bytes() == 12
+
+
+def test_loaded_trace_keeps_no_view_of_the_file_bytes(tmp_path: Path) -> None:
+    nodes = minimal_nodes()
+    for node_id in (10, 11):
+        op = node(node_id, "aten::add", 2)
+        op["inputs"] = {"values": [[1, 2, 0, 3, 4, "cpu"]], "shapes": [[3]], "types": ["Tensor"]}
+        nodes.append(op)
+    path = write(tmp_path / "h.json", host_et("1.1.1-chakra.0.0.4", nodes))
+    data = path.read_bytes()
+    references = sys.getrefcount(data)
+    trace = load_host_trace(path, data)
+    assert sys.getrefcount(data) == references  # the arguments were copied out
+    first, second = trace.op_by_id()[10], trace.op_by_id()[11]
+    assert first.inputs is second.inputs  # equal texts, one copy
+    assert first.inputs.values == [[1, 2, 0, 3, 4, "cpu"]]

@@ -131,13 +131,20 @@ def _parent_of(path: PathLike, node: RawHostNode) -> int:
     return parent
 
 
-def _args(raw: msgspec.Raw, shapes: msgspec.Raw, types: msgspec.Raw) -> OpArgs:
+def _args(
+    strings: dict[Any, Any], raw: msgspec.Raw, shapes: msgspec.Raw, types: msgspec.Raw
+) -> OpArgs:
     """OpArgs from a raw ``inputs``/``outputs`` value: an object with values/shapes/types
     (1.0.2+, kept as it is), or a bare value list whose shapes and types are sibling keys
-    (1.0.1)."""
+    (1.0.1). The text is copied out of the file's bytes (which are then freed after loading:
+    the arguments are under half of a host ET), one copy per distinct text."""
     first = bytes(memoryview(raw)[:1])
     if first == b"{":
-        return OpArgs(raw)
+        text = bytes(raw)
+        args = strings.get(text)
+        if args is None:
+            args = strings[text] = OpArgs(msgspec.Raw(text))
+        return args
     if first != b"[":
         return _NO_ARGS
 
@@ -199,8 +206,8 @@ def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -
             op_schema = value
         else:
             extra.append(_shared_attr(strings, name, attr.type, value))
-    inputs = _args(node.inputs, node.input_shapes, node.input_types)
-    outputs = _args(node.outputs, node.output_shapes, node.output_types)
+    inputs = _args(strings, node.inputs, node.input_shapes, node.input_types)
+    outputs = _args(strings, node.outputs, node.output_shapes, node.output_types)
     return HostOp(
         id=node.id,
         name=_shared(strings, node.name),
@@ -216,8 +223,8 @@ def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -
 
 
 def _op_from_top_level(path: PathLike, node: RawHostNode, strings: dict[str, str]) -> HostOp:
-    inputs = _args(node.inputs, node.input_shapes, node.input_types)
-    outputs = _args(node.outputs, node.output_shapes, node.output_types)
+    inputs = _args(strings, node.inputs, node.input_shapes, node.input_types)
+    outputs = _args(strings, node.outputs, node.output_shapes, node.output_types)
     return HostOp(
         id=node.id,
         name=_shared(strings, node.name),
