@@ -107,3 +107,32 @@ def test_arbitrary_bytes_either_read_or_raise_a_chakra_error(data: bytes) -> Non
             read_et(path)
         except ChakraError as exc:
             assert str(exc).startswith(str(path))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sizes=st.lists(st.one_of(st.integers(0, 200), st.integers(16_370, 16_400)), max_size=6),
+    chunk=st.integers(1, 40_000),
+    cut=st.integers(0, 10**6),
+)
+def test_framing_offsets_and_cuts_across_prefix_lengths(sizes: list[int], chunk: int,
+                                                        cut: int) -> None:  # fmt: skip
+    bodies = [bytes([i % 251]) * size for i, size in enumerate(sizes)]
+    frames = [encode_varint(len(b)) + b for b in bodies]
+    starts = [sum(map(len, frames[:i])) for i in range(len(frames))]
+    data = b"".join(frames)
+
+    class Trickle(io.BytesIO):
+        def read(self, size: int = -1) -> bytes:
+            return super().read(min(chunk, size if size >= 0 else chunk))
+
+    read = list(iter_framed_messages(Trickle(data), "x"))
+    assert read == list(zip(starts, bodies))
+    cut = cut % (len(data) + 1)
+    whole = [i for i, start in enumerate(starts) if start + len(frames[i]) <= cut]
+    got: list[tuple[int, bytes]] = []
+    try:
+        got.extend(iter_framed_messages(Trickle(data[:cut]), "x"))
+    except ChakraError as exc:
+        assert f"offset {starts[len(whole)]}" in str(exc)
+    assert got == [(starts[i], bodies[i]) for i in whole]
