@@ -11,6 +11,7 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import ChakraError, PathLike
+from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link.et_plus import write_et_plus
 from chakra.link.linker import link_traces
@@ -65,17 +66,19 @@ def rank_of(path: Path) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
-def pair_by_rank(host_dir: Path, device_dir: Path) -> list[tuple[int, Path, Path]]:
-    """(rank, host file, device file) for every rank present in both folders."""
+def pair_by_rank(host_dir: Location, device_dir: Location) -> list[tuple[int, Any, Any]]:
+    """(rank, host file, device file) for every rank present in both folders (local paths or
+    URLs), paired by the last number in their names."""
 
-    def by_rank(folder: Path) -> dict[int, Path]:
-        files: dict[int, Path] = {}
-        for path in sorted(folder.iterdir()):
-            rank = rank_of(path) if path.name.endswith(TRACE_SUFFIXES) else None
+    def by_rank(folder: Location) -> dict[int, Location]:
+        files: dict[int, Location] = {}
+        for path in list_folder(folder):
+            name = name_of(path)
+            rank = rank_of(Path(name)) if name.endswith(TRACE_SUFFIXES) else None
             if rank is not None:
                 if rank in files:
                     raise ChakraError(f"{folder}: two files for rank {rank}: "
-                                      f"{files[rank].name}, {path.name}")  # fmt: skip
+                                      f"{name_of(files[rank])}, {name}")  # fmt: skip
                 files[rank] = path
         return files
 

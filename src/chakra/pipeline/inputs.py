@@ -8,7 +8,7 @@ from typing import Optional
 
 from chakra.errors import ChakraError
 from chakra.fileio.location import Location, list_folder, name_of
-from chakra.link.batch import TRACE_SUFFIXES, rank_of
+from chakra.link.batch import TRACE_SUFFIXES, pair_by_rank, rank_of
 from chakra.pipeline.run import RankFiles
 
 
@@ -38,29 +38,7 @@ def ranks_in_folder(folder: Location) -> list[RankFiles]:
     return sorted(ranks, key=lambda r: r.rank)
 
 
-def _by_rank(folder: Location) -> dict[int, Location]:
-    """Rank-numbered ``.json``/``.json.gz`` files of a folder, by rank: what
-    :func:`chakra.link.batch.pair_by_rank` finds, with the same errors, in any location."""
-    files: dict[int, Location] = {}
-    for path in list_folder(folder):
-        name = name_of(path)
-        rank = _rank(path) if name.endswith(TRACE_SUFFIXES) else None
-        if rank is not None:
-            if rank in files:
-                raise ChakraError(
-                    f"{folder}: two files for rank {rank}: {name_of(files[rank])}, {name}"
-                )
-            files[rank] = path
-    return files
-
-
 def ranks_in_folders(host_dir: Location, device_dir: Location) -> list[RankFiles]:
     """Every rank present in both a folder of host traces and one of Kineto traces, paired
     by the last number in their names."""
-    hosts, devices = _by_rank(host_dir), _by_rank(device_dir)
-    if not hosts or not devices:
-        raise ChakraError(f"no rank-numbered .json/.json.gz traces in {host_dir} and {device_dir}")
-    unpaired = sorted(set(hosts) ^ set(devices))
-    if unpaired:
-        raise ChakraError(f"ranks {unpaired} have a host trace or a device trace but not both")
-    return [RankFiles(rank, hosts[rank], devices[rank]) for rank in sorted(hosts)]
+    return [RankFiles(*pair) for pair in pair_by_rank(host_dir, device_dir)]
