@@ -43,3 +43,39 @@ def test_a_bad_node_is_named_by_its_position(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError) as info:
         load_et_plus(path)
     assert "nodes[1].ts" in str(info.value) and str(path) in str(info.value)
+
+
+def linked_et_plus(tmp_path: Path, name: str = "rank0.json") -> Path:
+    from chakra.link import LinkOptions
+    from chakra.link.batch import link_files
+    from tests.conftest import REPO_ROOT
+
+    data = REPO_ROOT / "tests" / "data" / "pytorch213" / "single"
+    et_plus = tmp_path / name
+    link_files(data / "host_et.json.gz", data / "kineto.json.gz", et_plus, LinkOptions())
+    return et_plus
+
+
+def test_our_et_plus_read_by_lines_equals_the_whole_document_decode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chakra.convert import et_plus_input, et_plus_lines
+
+    for name in ("rank0.json", "rank0.json.gz"):
+        path = linked_et_plus(tmp_path, name)
+        assert et_plus_lines.read_by_lines(path, et_plus_input._DECODER, lambda r: r) is not None
+        by_lines = load_et_plus(path)
+        with monkeypatch.context() as patched:
+            patched.setattr(et_plus_input, "read_by_lines", lambda *args: None)
+            whole = load_et_plus(path)
+        assert by_lines == whole and len(by_lines.nodes) > 100
+
+
+def test_a_bad_line_is_reported_as_the_whole_document_decode_reports_it(tmp_path: Path) -> None:
+    path = linked_et_plus(tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    lines[5] = lines[5].replace(b'"ts":', b'"ts":"late","was":', 1)
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(TraceFormatError) as info:
+        load_et_plus(path)
+    assert "nodes[2].ts" in str(info.value)

@@ -12,6 +12,7 @@ from typing import Any, Optional, Union
 
 import msgspec
 
+from chakra.convert.et_plus_lines import read_by_lines
 from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.json_input import decode_element, decode_json, gc_paused, read_json_bytes
@@ -185,7 +186,20 @@ _EMPTY = msgspec.Raw(b"{}")
 
 def load_et_plus(path: PathLike) -> EtPlusTrace:
     """Load an ET+ JSON file (gzip by content), or a plain host ET, which becomes an ET+
-    without timing (a warning says so). Raises TraceFormatError naming the file."""
+    without timing (a warning says so). Raises TraceFormatError naming the file.
+
+    Our own ET+ is read a line at a time (see :mod:`chakra.convert.et_plus_lines`); other
+    files are decoded whole."""
+    with gc_paused():
+        share = _Sharing().node
+        by_lines = read_by_lines(path, _DECODER, lambda raw: share(_NODE_DECODER.decode(raw)))
+    if by_lines is not None and any(node.ts is not None for node in by_lines[1]):
+        header, nodes = by_lines
+        return EtPlusTrace(path=str(path), schema=header.schema, pid=header.pid,
+                           time=header.time, start_ts=header.start_ts,
+                           finish_ts=header.finish_ts, nodes=nodes,
+                           link=header.chakra_link)  # fmt: skip
+    del by_lines
     data = read_json_bytes(path)
     with gc_paused():
         raw: _RawEtPlus = decode_json(path, data, _DECODER, _WHAT)
