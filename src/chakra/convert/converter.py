@@ -117,7 +117,9 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     timed = ((n.id, n.ts) for n in trace.nodes if n.ts is not None and n.end is not None)
     delays = add_delays(timed, graph, _measured_ends(by_id, segments, idle), segments.next_id)
     classifier = Classifier(by_id)
-    kinds = {node.id: classifier.classify(node) for node in trace.nodes}
+    distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
+    kinds = {node.id: distinct.setdefault(kind, kind)
+             for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
     types = Counter(kind.node_type.name for kind in kinds.values())
     types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays)
     warnings = [f"{count} x {what}" for what, count in sorted(classifier.guesses.items())]

@@ -8,6 +8,7 @@ and repeat until the graph is acyclic.
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from collections.abc import Collection, Mapping
 from typing import Any, Optional
@@ -16,7 +17,41 @@ from chakra.convert.et_plus_input import Number
 
 
 def leftover_after_kahn(deps: Mapping[int, Collection[int]], ids: set[int]) -> set[int]:
-    """Nodes that no topological order can reach (empty iff acyclic). O(V + E)."""
+    """Nodes that no topological order can reach (empty iff acyclic). O(V + E).
+
+    Ids of converted traces are dense (0..n plus a few), so counts and successor rows live in
+    flat arrays indexed by id: a few bytes per node and edge, where dictionaries of lists
+    took over a hundred."""
+    top = max(ids, default=-1) + 1
+    if top > 4 * len(ids) + 1024 or min(ids, default=0) < 0:
+        return _leftover_sparse(deps, ids)
+    pending = array("q", bytes(8 * top))
+    row_start = array("q", bytes(8 * (top + 1)))
+    for dst, srcs in deps.items():
+        pending[dst] = len(srcs)
+        for src in srcs:
+            row_start[src + 1] += 1
+    for node in range(top):
+        row_start[node + 1] += row_start[node]
+    successors = array("q", bytes(8 * row_start[top]))
+    filled = array("q", row_start[:top])
+    for dst, srcs in deps.items():
+        for src in srcs:
+            successors[filled[src]] = dst
+            filled[src] += 1
+    del filled
+    ready = [node for node in ids if pending[node] == 0]
+    while ready:
+        node = ready.pop()
+        for k in range(row_start[node], row_start[node + 1]):
+            succ = successors[k]
+            pending[succ] -= 1
+            if pending[succ] == 0:
+                ready.append(succ)
+    return {node for node in ids if pending[node] > 0}
+
+
+def _leftover_sparse(deps: Mapping[int, Collection[int]], ids: set[int]) -> set[int]:
     pending = {node: len(deps.get(node, ())) for node in ids}
     successors: dict[int, list[int]] = defaultdict(list)
     for dst, srcs in deps.items():
