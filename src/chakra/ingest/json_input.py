@@ -62,9 +62,6 @@ def decode_json(path: PathLike, data: bytes, decoder: msgspec.json.Decoder, what
         raise TraceFormatError(path, f"not a valid {what}: {describe_decode_error(exc)}") from exc
 
 
-_AT_PATH = re.compile(r" - at `\$(.*)`$")
-
-
 def decode_element(
     path: PathLike,
     elements: list[msgspec.Raw],
@@ -80,9 +77,9 @@ def decode_element(
         return decoder.decode(elements[index])
     except msgspec.DecodeError as exc:
         message = str(exc)
-        match = _AT_PATH.search(message)
+        match = _JSON_PATH.search(message)
         inner = match.group(1) if match else ""
-        message = message[: match.start()] if match else message
+        message = message[: match.start()].rstrip(" -") if match else message
         located = msgspec.DecodeError(f"{message} - at `$.{key}[{index}]{inner}`")
         raise TraceFormatError(
             path, f"not a valid {what}: {describe_decode_error(located)}"
