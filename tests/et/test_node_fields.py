@@ -45,7 +45,7 @@ def test_cached_pieces_are_reused_but_unique_values_are_not_kept() -> None:
     pieces = AttrPieces(frozenset({"rf_id"}))
     assert pieces.int64("tid", 7) is pieces.int64("tid", 7)
     assert pieces.int64("rf_id", 70_000) == int64_attr("rf_id", 70_000)
-    assert ("rf_id", int, 70_000) not in pieces._cache
+    assert ("rf_id", 70_000) not in pieces._ints
     assert pieces.boolean("is_cpu_op", True) == bool_attr("is_cpu_op", True)
     assert pieces.int64("tid", 1) != pieces.boolean("tid", True)  # kinds kept apart
 

@@ -42,6 +42,19 @@ def _is_comm_kernel(node: EtPlusNode) -> bool:
     return node.collective is not None or "nccl" in name or "rccl" in name
 
 
+def reads_payload(node: EtPlusNode) -> bool:
+    """Whether classifying some node may read this node's inputs or attrs (the node is a
+    communication op, describes one, or holds the process group table): the converter's
+    outline of a large trace keeps these nodes whole (see ``load_et_plus``)."""
+    name = node.name
+    return (
+        name == "record_param_comms"
+        or PROCESS_GROUP_INIT in name
+        or name.startswith(HOST_COMM_PREFIXES)
+        or (node.is_gpu and _is_comm_kernel(node))
+    )
+
+
 def _ranks(value: Any) -> Optional[tuple[int, ...]]:
     if isinstance(value, str):
         try:

@@ -10,9 +10,9 @@ from typing import Any, Optional
 import msgspec
 
 import chakra
-from chakra.convert.classify import Classified, Classifier
+from chakra.convert.classify import Classified, Classifier, reads_payload
 from chakra.convert.cycles import break_cycles
-from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, load_et_plus
+from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, load_et_plus, with_payloads
 from chakra.convert.graph import (
     DelayNode,
     Deps,
@@ -26,7 +26,7 @@ from chakra.convert.nodes import build_node, delay_node, idle_node, segment_node
 from chakra.convert.segments import Segmentation
 from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
-from chakra.et.schema import GlobalMetadata, NodeType
+from chakra.et.schema import GlobalMetadata, Node, NodeType
 from chakra.et.writer import write_et
 from chakra.ingest.json_input import gc_paused
 
@@ -80,6 +80,8 @@ def _index(trace: EtPlusTrace) -> dict[int, EtPlusNode]:
     if repeated:
         shown = ", ".join(str(i) for i in sorted(repeated)[:5])
         raise ChakraError(f"{trace.path}: {len(repeated)} node ids repeat (e.g. {shown})")
+    if by_id and min(by_id) < 0:
+        raise ChakraError(f"{trace.path}: node id {min(by_id)} is negative (ids are unsigned)")
     return by_id
 
 
@@ -88,7 +90,8 @@ def convert_et_plus(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
     "Converting"). :func:`convert_file` streams the nodes to disk instead."""
     with gc_paused():
         plan = _plan(trace, options)
-        return EtGraph(_metadata(trace), tuple(_nodes(trace, plan)), plan.report)
+        nodes = tuple(Node.FromString(node) for node in _nodes(trace, plan))
+        return EtGraph(_metadata(trace), nodes, plan.report)
 
 
 class _Plan(msgspec.Struct):
@@ -154,14 +157,19 @@ def _measured_ends(
     return ends
 
 
-def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[Any]:
-    """The protobuf nodes in id order, built one at a time (idle nodes have the top ids)."""
+def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
+    """The serialized nodes in id order, built one at a time (idle nodes have the top ids).
+    The payloads of an outline trace's nodes are read again, one at a time."""
     by_id, deps = plan.by_id, plan.deps
-    for node_id in sorted(by_id):
-        node = by_id[node_id]
+    if trace.outline:
+        nodes = with_payloads(trace)
+    else:
+        nodes = ((node, node) for node in (by_id[i] for i in sorted(by_id)))  # type: ignore
+    for node, payload in nodes:
+        node_id = node.id
         parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node_id else None
         yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent,
-                         plan.segments.first_duration(node_id))  # fmt: skip
+                         plan.segments.first_duration(node_id), payload)  # fmt: skip
     for segment in plan.segments.extra:
         yield segment_node(segment, by_id[segment.op_id], sorted(deps.get(segment.node_id, ())))
     for gap in plan.idle:
@@ -175,8 +183,9 @@ def convert_file(
     input_path: PathLike, output_path: PathLike, options: Optional[ConvertOptions] = None
 ) -> ConvertReport:
     """Load ET+, convert, and stream the ``.et`` to disk (atomically; ``.gz`` compresses):
-    only one protobuf node is in memory at a time."""
-    trace = load_et_plus(input_path)
+    only one protobuf node is in memory at a time. Our own ET+ is loaded as an outline and
+    read a second time while writing (see ``load_et_plus``)."""
+    trace = load_et_plus(input_path, keep_whole=reads_payload)
     with gc_paused():
         plan = _plan(trace, options or ConvertOptions())
         write_et(output_path, _metadata(trace), _nodes(trace, plan))

@@ -8,11 +8,12 @@ converter rebuilds what it can (stream order, launch, ``sync_dep``, ``inter_thre
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional, Union
+from collections.abc import Iterator
+from typing import Any, Callable, Optional, Union
 
 import msgspec
 
-from chakra.convert.et_plus_lines import read_by_lines
+from chakra.convert.et_plus_lines import read_by_lines, reread_nodes
 from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.json_input import decode_element, decode_json, gc_paused, read_json_bytes
@@ -108,7 +109,10 @@ class LinkInfo(msgspec.Struct, frozen=True, gc=False):
 
 
 class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):
-    """A loaded ET+ file. ``link`` is None for ET+ written by the reference linker."""
+    """A loaded ET+ file. ``link`` is None for ET+ written by the reference linker.
+
+    ``outline``: most nodes lack their inputs, outputs and attrs (see :func:`load_et_plus`);
+    :func:`with_payloads` reads what they lack again."""
 
     path: str
     schema: str
@@ -118,6 +122,7 @@ class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):
     finish_ts: Optional[int]
     nodes: list[EtPlusNode]
     link: Optional[LinkInfo]
+    outline: bool = False
 
 
 class _RawEtPlus(msgspec.Struct, gc=False):
@@ -170,6 +175,23 @@ class _Sharing:
             inputs=_owned(shared, node.inputs), outputs=_owned(shared, node.outputs),
         )  # fmt: skip
 
+    def outline(self, node: EtPlusNode) -> EtPlusNode:
+        """``node`` without inputs, outputs, Kineto thread and attrs but ``tid``."""
+        shared = self._shared
+        tid = next((attr for attr in node.attrs if attr.name == "tid"), None)
+        try:
+            key = (_TID_ONLY, tid.type, tid.value.__class__, tid.value) if tid else _TID_ONLY
+            attrs = shared.setdefault(key, [tid] if tid else [])
+        except TypeError:  # a list value
+            attrs = [tid]
+        return msgspec.structs.replace(
+            node, name=shared.setdefault(node.name, node.name), attrs=attrs,
+            inputs=NULL_JSON, outputs=NULL_JSON, kineto_thread=None,
+        )  # fmt: skip
+
+
+_TID_ONLY = object()  # keys the shared attrs lists of outline nodes
+
 
 def _owned(shared: dict[Any, Any], raw: msgspec.Raw) -> msgspec.Raw:
     """``raw`` copied out of the file's bytes (so that they can be freed after loading), one
@@ -184,22 +206,33 @@ def _owned(shared: dict[Any, Any], raw: msgspec.Raw) -> msgspec.Raw:
 _EMPTY = msgspec.Raw(b"{}")
 
 
-def load_et_plus(path: PathLike) -> EtPlusTrace:
+def load_et_plus(
+    path: PathLike, keep_whole: Optional[Callable[[EtPlusNode], bool]] = None
+) -> EtPlusTrace:
     """Load an ET+ JSON file (gzip by content), or a plain host ET, which becomes an ET+
     without timing (a warning says so). Raises TraceFormatError naming the file.
 
     Our own ET+ is read a line at a time (see :mod:`chakra.convert.et_plus_lines`); other
-    files are decoded whole."""
+    files are decoded whole. With ``keep_whole``, such a file whose node ids increase
+    line after line loads as an outline: only the nodes ``keep_whole`` accepts keep their
+    inputs, outputs and attrs (the others keep ``tid``), a fraction of the memory; the
+    trace's ``outline`` is then True."""
+    sharing = _Sharing()
     with gc_paused():
-        share = _Sharing().node
+        share = sharing.node
+        if keep_whole is not None:
+            share = _outliner(sharing, keep_whole)  # type: ignore[assignment]
         by_lines = read_by_lines(path, _DECODER, lambda raw: share(_NODE_DECODER.decode(raw)))
     if by_lines is not None and any(node.ts is not None for node in by_lines[1]):
         header, nodes = by_lines
+        outline = keep_whole is not None and _ids_increase(nodes)
+        if keep_whole is not None and not outline:
+            return load_et_plus(path)
         return EtPlusTrace(path=str(path), schema=header.schema, pid=header.pid,
                            time=header.time, start_ts=header.start_ts,
                            finish_ts=header.finish_ts, nodes=nodes,
-                           link=header.chakra_link)  # fmt: skip
-    del by_lines
+                           link=header.chakra_link, outline=outline)  # fmt: skip
+    del by_lines, sharing
     data = read_json_bytes(path)
     with gc_paused():
         raw: _RawEtPlus = decode_json(path, data, _DECODER, _WHAT)
@@ -219,6 +252,47 @@ def load_et_plus(path: PathLike) -> EtPlusTrace:
         nodes=nodes,
         link=raw.chakra_link,
     )
+
+
+def _outliner(
+    sharing: _Sharing, keep_whole: Callable[[EtPlusNode], bool]
+) -> Callable[[EtPlusNode], EtPlusNode]:
+    def share(node: EtPlusNode) -> EtPlusNode:
+        return sharing.node(node) if keep_whole(node) else sharing.outline(node)
+
+    return share
+
+
+def _ids_increase(nodes: list[EtPlusNode]) -> bool:
+    return all(a.id < b.id for a, b in zip(nodes, nodes[1:]))
+
+
+class NodePayload(msgspec.Struct, frozen=True, gc=False):
+    """What an outline node lacks (see :func:`load_et_plus`), read again when writing."""
+
+    id: int
+    inputs: msgspec.Raw = NULL_JSON
+    outputs: msgspec.Raw = NULL_JSON
+    attrs: list[EtPlusAttr] = []
+
+
+_PAYLOAD_DECODER = msgspec.json.Decoder(NodePayload, strict=False)
+
+
+def with_payloads(trace: EtPlusTrace) -> Iterator[tuple[EtPlusNode, NodePayload]]:
+    """Each node of an outline trace with its payload read again from the file, one at a
+    time, in id order. Raises TraceFormatError when the file changed since it was loaded."""
+    again = reread_nodes(trace.path, _PAYLOAD_DECODER.decode)
+    for loaded in trace.nodes:
+        payload = next(again, None)
+        if payload is None or payload.id != loaded.id:
+            found = "its end" if payload is None else f"node {payload.id}"
+            raise TraceFormatError(trace.path, f"the file changed while it was converted "
+                                   f"({found} where node {loaded.id} was)")  # fmt: skip
+        yield loaded, payload
+    if next(again, None) is not None:
+        raise TraceFormatError(trace.path, "the file changed while it was converted "
+                               "(more nodes than when it was first read)")  # fmt: skip
 
 
 def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:

@@ -6,20 +6,25 @@ memory at once.
 (each but the last followed by a comma) and ``]}`` on the last. A file of exactly that layout
 is read here line by line; anything else (another producer's ET+, a host ET, a damaged file)
 returns None, and the caller decodes the whole document, which also gives the errors.
+
+The converter reads such a file twice (see :func:`reread_nodes`): once for the graph, keeping
+only what it needs of each node, and once more to write every node with all its fields.
 """
 
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable, Optional
+from collections.abc import Iterator
+from typing import Any, BinaryIO, Callable, Optional
 
 import msgspec
 
-from chakra.errors import ChakraError, PathLike
+from chakra.errors import ChakraError, PathLike, TraceFormatError
 from chakra.fileio import open_binary_input
 
 _NODES_LINE = b'"nodes": ['
 _LINK_PREFIX = b'"chakra_link": '
+_READ_ERRORS = (msgspec.DecodeError, OSError, EOFError, ValueError, zlib.error)
 
 
 def read_by_lines(
@@ -35,21 +40,59 @@ def read_by_lines(
     except ChakraError:
         return None
     try:
-        lines = iter(stream)
-        first, link, nodes_line = next(lines, b""), next(lines, b""), next(lines, b"")
-        if nodes_line.rstrip() != _NODES_LINE or not link.startswith(_LINK_PREFIX):
+        header_lines = _header_lines(stream)
+        if header_lines is None:
             return None
+        first, link = header_lines
         header = header_decoder.decode(first + link.rstrip().rstrip(b",") + b',"nodes":[]}')
-        nodes = []
-        for line in lines:
-            body = line.rstrip()
-            if body == b"]}":
-                if any(rest.strip() for rest in lines):
-                    return None
-                return header, nodes
-            nodes.append(decode_node(msgspec.Raw(body.rstrip(b","))))
-        return None  # no closing line: cut short
-    except (msgspec.DecodeError, OSError, EOFError, ValueError, zlib.error):
+        nodes = [decode_node(raw) for raw in _node_lines(stream)]
+        return header, nodes
+    except (_LayoutError, *_READ_ERRORS):
         return None
     finally:
         stream.close()
+
+
+def reread_nodes(path: PathLike, decode_node: Callable[[msgspec.Raw], Any]) -> Iterator[Any]:
+    """Every node of a file :func:`read_by_lines` has read, decoded again one at a time, in
+    file order. Raises TraceFormatError when the file no longer has that layout (it changed
+    since it was first read)."""
+    stream, _ = open_binary_input(path)
+    try:
+        if _header_lines(stream) is None:
+            raise _LayoutError
+        for index, raw in enumerate(_node_lines(stream)):
+            try:
+                yield decode_node(raw)
+            except msgspec.DecodeError as exc:
+                raise TraceFormatError(path, f"nodes[{index}]: {exc}") from exc
+    except (_LayoutError, OSError, EOFError, ValueError, zlib.error) as exc:
+        raise TraceFormatError(
+            path, f"the file changed while it was converted ({exc or 'cut short'})"
+        ) from exc
+    finally:
+        stream.close()
+
+
+class _LayoutError(Exception):
+    """The lines do not have the layout (no closing line, or lines after it)."""
+
+
+def _header_lines(stream: BinaryIO) -> Optional[tuple[bytes, bytes]]:
+    first, link, nodes_line = stream.readline(), stream.readline(), stream.readline()
+    if nodes_line.rstrip() != _NODES_LINE or not link.startswith(_LINK_PREFIX):
+        return None
+    return first, link
+
+
+def _node_lines(stream: BinaryIO) -> Iterator[msgspec.Raw]:
+    """Each node line's JSON, up to the closing line (raises _LayoutError when there is none,
+    or when anything follows it)."""
+    for line in stream:
+        body = line.rstrip()
+        if body == b"]}":
+            if any(rest.strip() for rest in stream):
+                raise _LayoutError
+            return
+        yield msgspec.Raw(body.rstrip(b","))
+    raise _LayoutError

@@ -30,6 +30,11 @@ def encode_varint(value: int) -> bytes:
         return _SMALL_VARINTS[value]
     if value < 1 << 21:  # ids and record-function ids of large traces
         return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+    low = ((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, ((value >> 14) & 0x7F) | 0x80)
+    if value < 1 << 28:
+        return bytes((*low, value >> 21))
+    if value < 1 << 35:  # microsecond timestamps (epoch-based ones take 31 bits)
+        return bytes((*low, ((value >> 21) & 0x7F) | 0x80, value >> 28))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

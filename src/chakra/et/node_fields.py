@@ -11,8 +11,14 @@ against protobuf's own serialization.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from chakra.et.framing import encode_varint
 
+# Node fields: id = 1, name = 2, type = 3 (varint), ctrl_deps = 4, data_deps = 5 (packed),
+# start_time_micros = 6, duration_micros = 7 (varints).
+_ID_TAG, _NAME_FIELD_TAG, _TYPE_TAG = b"\x08", b"\x12", b"\x18"
+_CTRL_TAG, _DATA_TAG, _START_TAG, _DURATION_TAG = b"\x22", b"\x2a", b"\x30", b"\x38"
 # Node fields: inputs = 8, outputs = 9 (IOInfo), attr = 10 (AttributeProto); length-delimited.
 _INPUTS_TAG, _OUTPUTS_TAG, _ATTR_TAG = b"\x42", b"\x4a", b"\x52"
 # AttributeProto: name = 1 (string), int64_val = 9 (varint), bool_val = 27 (varint),
@@ -63,22 +69,27 @@ class AttrPieces:
 
     def __init__(self, uncached: frozenset[str] = frozenset({"rf_id", "seq_id"})) -> None:
         self._cache: dict[tuple, bytes] = {}
+        self._ints: dict[tuple[str, int], bytes] = {}
         self._uncached = uncached
         self._names: dict[str, bytes] = {}
 
     def int64(self, name: str, value: int) -> bytes:
-        key = (name, int, value)
-        piece = self._cache.get(key)
-        if piece is not None:
-            return piece
+        if name in self._uncached:
+            return self._int64(name, value)
+        key = (name, value)
+        piece = self._ints.get(key)
+        if piece is None:
+            if len(self._ints) >= _CACHE_LIMIT:
+                self._ints.clear()
+            piece = self._ints[key] = self._int64(name, value)
+        return piece
+
+    def _int64(self, name: str, value: int) -> bytes:
         prefix = self._names.get(name)
         if prefix is None:
             prefix = self._names[name] = _named(name) + _INT64_TAG
         body = prefix + encode_varint(value & _UINT64_MASK)
-        piece = _ATTR_TAG + encode_varint(len(body)) + body
-        if name not in self._uncached:
-            self._remember(key, piece)
-        return piece
+        return _ATTR_TAG + encode_varint(len(body)) + body
 
     def boolean(self, name: str, value: bool) -> bytes:
         key = (name, bool, value)
@@ -95,3 +106,45 @@ class AttrPieces:
             self._cache.clear()
         self._cache[key] = piece
         return piece
+
+
+class NodeHeads:
+    """The serialized scalar and dependency fields of a ``Node`` (fields 1 to 7); a node's
+    message is its head followed by its pieces (inputs, outputs, then attrs), which is the
+    order protobuf serializes them in. Encoded names are remembered (up to a bound)."""
+
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, int], bytes] = {}  # name and type
+
+    def head(
+        self,
+        node_id: int,
+        name: str,
+        node_type: int,
+        ctrl_deps: Sequence[int],
+        data_deps: Sequence[int],
+        start_us: int,
+        duration_us: int,
+    ) -> bytes:
+        """Fields at their default (0, empty) are left out, as protobuf leaves them out.
+        Every number must be non-negative (``node_type`` too)."""
+        named = self._names.get((name, node_type))
+        if named is None:
+            if len(self._names) >= _CACHE_LIMIT:
+                self._names.clear()
+            named = _delimited(_NAME_FIELD_TAG, name.encode()) if name else b""
+            if node_type:
+                named += _TYPE_TAG + encode_varint(node_type)
+            self._names[(name, node_type)] = named
+        head = _ID_TAG + encode_varint(node_id) + named if node_id else named
+        if ctrl_deps:
+            packed = b"".join(map(encode_varint, ctrl_deps))
+            head += _CTRL_TAG + encode_varint(len(packed)) + packed
+        if data_deps:
+            packed = b"".join(map(encode_varint, data_deps))
+            head += _DATA_TAG + encode_varint(len(packed)) + packed
+        if start_us:
+            head += _START_TAG + encode_varint(start_us)
+        if duration_us:
+            head += _DURATION_TAG + encode_varint(duration_us)
+        return head

@@ -32,19 +32,19 @@ class EtWriter:
             raise
 
     def _write_message(self, message: Any) -> None:
-        body = message.SerializeToString()
+        body = message if isinstance(message, bytes) else message.SerializeToString()
         try:
             self._stream.write(encode_varint(len(body)) + body)
         except OSError as exc:
             raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
     def write(self, node: Any) -> None:
-        """Append one ``Node`` message."""
+        """Append one ``Node`` message (or its serialized bytes)."""
         self._write_message(node)
         self.nodes_written += 1
 
     def write_all(self, nodes: Iterable[Any]) -> None:
-        """Append every node of ``nodes`` in order."""
+        """Append every node of ``nodes`` in order (messages or their serialized bytes)."""
         for node in nodes:
             self._write_message(node)
             self.nodes_written += 1
