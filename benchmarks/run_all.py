@@ -226,6 +226,8 @@ def main() -> None:
         ("param/resnet_2gpu (host ET)", [param / "resnet_2gpu.1.1.0.host_et.json.gz"]),
     ]
     rows = []
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(dir=args.workdir))
     try:
         for label, paths in cases:

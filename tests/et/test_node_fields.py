@@ -6,7 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chakra.et.framing import encode_varint
-from chakra.et.node_fields import AttrPieces, bool_attr, int64_attr, io_info, string_attr
+from chakra.et.node_fields import (
+    AttrPieces,
+    NodeHeads,
+    bool_attr,
+    int64_attr,
+    io_info,
+    string_attr,
+)
 from chakra.et.schema import IOInfo, Node
 
 names = st.text(min_size=1, max_size=30)
@@ -54,3 +61,32 @@ def test_cached_pieces_are_reused_but_unique_values_are_not_kept() -> None:
 def test_varints_match_protobuf(value: int) -> None:
     node = Node(id=value)
     assert node.SerializeToString() == (b"\x08" + encode_varint(value) if value else b"")
+
+
+uint64s = st.integers(min_value=0, max_value=2**64 - 1)
+
+
+@given(
+    node_id=uint64s,
+    name=st.text(max_size=40),
+    node_type=st.integers(min_value=0, max_value=7),
+    ctrl=st.lists(uint64s, max_size=3),
+    data=st.lists(uint64s, max_size=20),
+    start=uint64s,
+    duration=uint64s,
+)
+def test_node_heads_serialize_as_protobuf_does(
+    node_id: int, name: str, node_type: int, ctrl: list, data: list, start: int, duration: int
+) -> None:
+    expected = Node(id=node_id, name=name, type=node_type, ctrl_deps=ctrl, data_deps=data,
+                    start_time_micros=start, duration_micros=duration)  # fmt: skip
+    expected.attr.add(name="tid", int64_val=3)
+    head = NodeHeads().head(node_id, name, node_type, ctrl, data, start, duration)
+    assert head + int64_attr("tid", 3) == expected.SerializeToString()
+
+
+def test_node_head_of_hand_computed_bytes() -> None:
+    # id 300 = varint ac 02; name "mm"; type 4; ctrl_deps [1]; data_deps [2, 300];
+    # start 1; duration 0 (left out)
+    head = NodeHeads().head(300, "mm", 4, [1], [2, 300], 1, 0)
+    assert head == bytes.fromhex("08ac0212026d6d18042201012a0302ac023001")
