@@ -65,11 +65,27 @@ def candidate_starts(host: Sequence[str], kineto: Sequence[str]) -> list[int]:
     ]
 
 
-def best_alignments(host: Sequence[str], kineto: Sequence[str]) -> list[Alignment]:
-    """Every candidate window's alignment with the best score, in trace order."""
-    candidates = [align_from(host, kineto, p) for p in candidate_starts(host, kineto)]
-    if not candidates:
-        fallback = align_from(host, kineto, 0)
-        return [fallback] if fallback.score else []
-    best = max(c.score for c in candidates)
-    return [c for c in candidates if c.score == best]
+class BestWindows(msgspec.Struct, frozen=True):
+    """The candidate windows (start positions in the Kineto names) whose alignments score
+    best, in trace order; :func:`align_from` gives a window's pairs."""
+
+    score: int
+    starts: tuple[int, ...]
+
+
+def best_windows(host: Sequence[str], kineto: Sequence[str]) -> Optional[BestWindows]:
+    """The best-scoring candidate windows, or None when nothing aligns. Each candidate's
+    pairs are dropped once scored: a Kineto trace of many iterations has thousands of
+    candidates, and keeping them all cost more memory than the trace itself."""
+    starts = candidate_starts(host, kineto)
+    if not starts:
+        score = align_from(host, kineto, 0).score
+        return BestWindows(score, (0,)) if score else None
+    best, chosen = 0, []
+    for start in starts:
+        score = align_from(host, kineto, start).score
+        if score > best:
+            best, chosen = score, [start]
+        elif score == best:
+            chosen.append(start)
+    return BestWindows(best, tuple(chosen)) if best else None

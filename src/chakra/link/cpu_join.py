@@ -18,7 +18,7 @@ import msgspec
 from chakra.errors import ChakraError
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent, ProfilerStep
 from chakra.ingest.host_model import HostOp, HostTrace
-from chakra.link.alignment import best_alignments
+from chakra.link.alignment import align_from, best_windows
 from chakra.link.model import JoinStrategy, LinkOptions
 
 #: A strategy serves when it matches at least this share of the host ops it could match.
@@ -169,19 +169,22 @@ def _best_thread(names, kineto_threads, used, span, options, notes):
             continue
         if span is not None:  # secondary threads: stay inside the chosen iteration
             kineto_ops = [e for e in kineto_ops if span[0] <= (e.ts_us or 0) < span[1]]
-        alignments = best_alignments(names, [e.name for e in kineto_ops])
-        if alignments and (best is None or alignments[0].score > best[1][0].score):
-            best = (thread, alignments, kineto_ops)
+        kineto_names = [e.name for e in kineto_ops]
+        windows = best_windows(names, kineto_names)
+        if windows and (best is None or windows.score > best[1].score):
+            best = (thread, windows, kineto_ops, kineto_names)
     if best is None:
         return None
-    thread, alignments, view = best
+    thread, windows, view, view_names = best
     primary = span is None  # only the first thread chooses; the others follow its window
     pick = options.iteration if primary and options.iteration is not None else 0
-    if pick >= len(alignments):
-        raise ChakraError(f"--iteration {pick}: only {len(alignments)} equally good windows")
-    if primary and len(alignments) > 1 and options.iteration is None:
+    count = len(windows.starts)
+    if pick >= count:
+        raise ChakraError(f"--iteration {pick}: only {count} equally good windows")
+    if primary and count > 1 and options.iteration is None:
         notes.append(
-            f"{len(alignments)} Kineto iterations match the host ET equally well; linked the "
+            f"{count} Kineto iterations match the host ET equally well; linked the "
             f"first (choose another with --iteration N)"
         )
-    return thread, view, alignments[pick], (pick, len(alignments))
+    alignment = align_from(names, view_names, windows.starts[pick])
+    return thread, view, alignment, (pick, count)
