@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-memory",
         type=float,
         metavar="GB",
-        help="memory budget (GiB) for ranks in flight, each estimated at 3x "
+        help="memory budget (GiB) for ranks in flight, each estimated at 2x "
         "its uncompressed input size; at least one rank always runs",
     )
     parser.add_argument(

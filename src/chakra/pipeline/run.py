@@ -180,7 +180,7 @@ def run_pipeline(
     ``resume``: ranks whose outputs are complete and newer than their inputs (see
     :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes only the rest.
     ``max_memory_gb``: a budget in GiB for the ranks in flight at once, each estimated at
-    ``PEAK_PER_INPUT_BYTE`` (3) times its uncompressed input size; one rank always runs.
+    ``PEAK_PER_INPUT_BYTE`` (2) times its uncompressed input size; one rank always runs.
     """
     if not ranks:
         raise ChakraError("no ranks to process")

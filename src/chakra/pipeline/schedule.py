@@ -16,8 +16,8 @@ from chakra.fileio.location import Location, is_url, open_url
 logger = logging.getLogger(__name__)
 
 #: Peak resident memory of linking + converting one rank, as a multiple of the uncompressed
-#: size of its two input traces: the converter's peak, about 2.4x (benchmarks/run_all.py).
-PEAK_PER_INPUT_BYTE = 3
+#: size of its two input traces: each stage peaks at 1.5-1.8x (benchmarks/run_all.py).
+PEAK_PER_INPUT_BYTE = 2
 
 FIRST_COMPLETED = "FIRST_COMPLETED"
 
