@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import msgspec
+from process_memory import current_rss_mib
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = Path(os.environ.get("CHAKRA_SHARED_TRACES", REPO.parent / "shared" / "traces"))
@@ -36,7 +37,7 @@ def measure(kind: str, path: Path) -> dict:
     from chakra.ingest import load_device_trace, load_host_trace
 
     size = len(read_input(path)) if kind == "host" else 0
-    before = _rss_mib()
+    before = current_rss_mib()
     start = time.perf_counter()
     retained = None
     if kind == "host":
@@ -46,7 +47,7 @@ def measure(kind: str, path: Path) -> dict:
         trace = load_device_trace(path)
         seconds = time.perf_counter() - start
         count = sum(n for _, n in trace.category_counts)
-        retained = _rss_mib() - before  # what the loaded trace keeps
+        retained = current_rss_mib() - before  # what the loaded trace keeps
         size = len(read_input(path))  # read after: a read before would shape the heap
     else:
         data = read_input(path)
@@ -57,15 +58,6 @@ def measure(kind: str, path: Path) -> dict:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"bytes": size, "seconds": seconds, "items": count, "peak_rss_mib": peak,
             "retained_rss_mib": retained}  # fmt: skip
-
-
-def _rss_mib() -> float:
-    """The current resident set size (Linux), MiB."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def run_child(kind: str, path: Path) -> dict:

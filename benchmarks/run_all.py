@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from process_memory import current_rss_mib
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = Path(os.environ.get("CHAKRA_SHARED_TRACES", REPO.parent / "shared" / "traces"))
 CHUNK_BYTES = 64 << 20
@@ -42,14 +44,6 @@ ONESHOT_LIMIT_BYTES = 1 << 30
 #: Kineto bytes per (GPU op per step x step) of the synthetic generator, measured.
 KINETO_BYTES_PER_OP_STEP = 1375
 SYNTHETIC_OPS_PER_STEP = 45_600
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _peak_mib() -> float:
@@ -111,13 +105,13 @@ def child(kind: str, paths: list[str]) -> dict[str, Any]:
         from chakra.link import LinkOptions
         from chakra.link.batch import link_files
 
-        baseline = _rss_mib()
+        baseline = current_rss_mib()
         start = time.perf_counter()
         link_files(paths[0], paths[1], paths[2], LinkOptions())
     else:
         from chakra.convert import convert_file
 
-        baseline = _rss_mib()
+        baseline = current_rss_mib()
         start = time.perf_counter()
         convert_file(paths[0], paths[1])
     seconds = time.perf_counter() - start
