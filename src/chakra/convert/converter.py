@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
-from typing import Any, Optional
+from collections.abc import Iterable, Iterator
+from typing import Any, Optional, Union
 
 import msgspec
 
 import chakra
 from chakra.convert.classify import Classified, Classifier, reads_payload
 from chakra.convert.cycles import break_cycles
-from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, load_et_plus, with_payloads
+from chakra.convert.et_plus_input import (
+    EtPlusNode,
+    EtPlusTrace,
+    NodePayload,
+    load_et_plus,
+    with_payloads,
+)
 from chakra.convert.graph import (
     DelayNode,
     Deps,
@@ -161,10 +167,10 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
     """The serialized nodes in id order, built one at a time (idle nodes have the top ids).
     The payloads of an outline trace's nodes are read again, one at a time."""
     by_id, deps = plan.by_id, plan.deps
-    if trace.outline:
-        nodes = with_payloads(trace)
-    else:
-        nodes = ((node, node) for node in (by_id[i] for i in sorted(by_id)))  # type: ignore
+    nodes: Iterable[tuple[EtPlusNode, Union[EtPlusNode, NodePayload]]] = (
+        with_payloads(trace) if trace.outline
+        else ((by_id[i], by_id[i]) for i in sorted(by_id))  # a whole node is its own payload
+    )  # fmt: skip
     for node, payload in nodes:
         node_id = node.id
         parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node_id else None

@@ -217,22 +217,17 @@ def load_et_plus(
     line after line loads as an outline: only the nodes ``keep_whole`` accepts keep their
     inputs, outputs and attrs (the others keep ``tid``), a fraction of the memory; the
     trace's ``outline`` is then True."""
-    sharing = _Sharing()
-    with gc_paused():
-        share = sharing.node
-        if keep_whole is not None:
-            share = _outliner(sharing, keep_whole)  # type: ignore[assignment]
-        by_lines = read_by_lines(path, _DECODER, lambda raw: share(_NODE_DECODER.decode(raw)))
+    by_lines = _read_lines(path, keep_whole)
     if by_lines is not None and any(node.ts is not None for node in by_lines[1]):
         header, nodes = by_lines
         outline = keep_whole is not None and _ids_increase(nodes)
         if keep_whole is not None and not outline:
-            return load_et_plus(path)
+            return load_et_plus(path)  # read again, whole: the outline cannot be used
         return EtPlusTrace(path=str(path), schema=header.schema, pid=header.pid,
                            time=header.time, start_ts=header.start_ts,
                            finish_ts=header.finish_ts, nodes=nodes,
                            link=header.chakra_link, outline=outline)  # fmt: skip
-    del by_lines, sharing
+    del by_lines
     data = read_json_bytes(path)
     with gc_paused():
         raw: _RawEtPlus = decode_json(path, data, _DECODER, _WHAT)
@@ -254,17 +249,24 @@ def load_et_plus(
     )
 
 
-def _outliner(
-    sharing: _Sharing, keep_whole: Callable[[EtPlusNode], bool]
-) -> Callable[[EtPlusNode], EtPlusNode]:
-    def share(node: EtPlusNode) -> EtPlusNode:
-        return sharing.node(node) if keep_whole(node) else sharing.outline(node)
+def _read_lines(
+    path: PathLike, keep_whole: Optional[Callable[[EtPlusNode], bool]]
+) -> Optional[tuple[_RawEtPlus, list[EtPlusNode]]]:
+    """Header and nodes of our own ET+ read line by line (outlined unless ``keep_whole``
+    accepts them, when given), or None for any other file."""
+    sharing = _Sharing()
 
-    return share
+    def decode(raw: msgspec.Raw) -> EtPlusNode:
+        node = _NODE_DECODER.decode(raw)
+        whole = keep_whole is None or keep_whole(node)
+        return sharing.node(node) if whole else sharing.outline(node)
+
+    with gc_paused():
+        return read_by_lines(path, _DECODER, decode)
 
 
 def _ids_increase(nodes: list[EtPlusNode]) -> bool:
-    return all(a.id < b.id for a, b in zip(nodes, nodes[1:]))
+    return all(nodes[i].id < nodes[i + 1].id for i in range(len(nodes) - 1))
 
 
 class NodePayload(msgspec.Struct, frozen=True, gc=False):

@@ -14,7 +14,7 @@ import msgspec
 from chakra.convert.classify import Classified
 from chakra.convert.et_plus_input import EtPlusNode, NodePayload
 from chakra.et.attributes import add_attr
-from chakra.et.node_fields import AttrPieces, NodeHeads, io_info
+from chakra.et.node_fields import AttrPieces, NodeHeads, io_info, remember
 from chakra.et.schema import Node, NodeType
 from chakra.ingest.host_json import ARGS_DECODER
 
@@ -31,17 +31,16 @@ def _io(raw: msgspec.Raw, outputs: bool) -> bytes:
     text = bytes(raw)
     cache = _OUTPUTS if outputs else _INPUTS
     piece = cache.get(text)
-    if piece is None:
-        piece = b""
-        if text[:1] == b"{":
-            args = ARGS_DECODER.decode(text)
-            piece = io_info(outputs, bytes(args.values), bytes(args.shapes), bytes(args.types))
-        if len(cache) >= 1 << 12:
-            cache.clear()
-        cache[text] = piece
-    return piece
+    if piece is not None:
+        return piece
+    if text[:1] != b"{":
+        return remember(cache, text, b"", _IO_CACHE_LIMIT)
+    args = ARGS_DECODER.decode(text)
+    piece = io_info(outputs, bytes(args.values), bytes(args.shapes), bytes(args.types))
+    return remember(cache, text, piece, _IO_CACHE_LIMIT)
 
 
+_IO_CACHE_LIMIT = 1 << 12  # keys are whole JSON texts: a few hundred bytes each
 _INPUTS: dict[bytes, bytes] = {}
 _OUTPUTS: dict[bytes, bytes] = {}
 
@@ -127,10 +126,7 @@ def _comm_attrs(kind: Classified) -> bytes:
         add_attr(out, "pg_name", kind.pg_name)
     if kind.pg_ranks:
         add_attr(out, "pg_ranks", list(kind.pg_ranks), "int64_list")
-    if len(_COMM_PIECES) >= 1 << 12:
-        _COMM_PIECES.clear()
-    piece = _COMM_PIECES[kind] = out.SerializeToString()  # attrs only: field 10 entries
-    return piece
+    return remember(_COMM_PIECES, kind, out.SerializeToString(), 1 << 12)  # attrs: field 10
 
 
 def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: list[int]) -> bytes:

@@ -12,6 +12,7 @@ against protobuf's own serialization.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from chakra.et.framing import encode_varint
 
@@ -26,6 +27,15 @@ _INPUTS_TAG, _OUTPUTS_TAG, _ATTR_TAG = b"\x42", b"\x4a", b"\x52"
 _NAME_TAG, _INT64_TAG, _BOOL_TAG, _STRING_TAG = b"\x0a", b"\x48", b"\xd8\x01", b"\xea\x01"
 _UINT64_MASK = (1 << 64) - 1
 _CACHE_LIMIT = 1 << 16
+
+
+def remember(cache: dict[Any, bytes], key: Any, piece: bytes, limit: int = _CACHE_LIMIT) -> bytes:
+    """Store ``piece`` under ``key`` in a cache of at most ``limit`` entries (emptied when
+    full: the pieces that repeat come back at once) and return it."""
+    if len(cache) >= limit:
+        cache.clear()
+    cache[key] = piece
+    return piece
 
 
 def _delimited(tag: bytes, payload: bytes) -> bytes:
@@ -78,11 +88,7 @@ class AttrPieces:
             return self._int64(name, value)
         key = (name, value)
         piece = self._ints.get(key)
-        if piece is None:
-            if len(self._ints) >= _CACHE_LIMIT:
-                self._ints.clear()
-            piece = self._ints[key] = self._int64(name, value)
-        return piece
+        return piece if piece is not None else remember(self._ints, key, self._int64(name, value))
 
     def _int64(self, name: str, value: int) -> bytes:
         prefix = self._names.get(name)
@@ -94,18 +100,12 @@ class AttrPieces:
     def boolean(self, name: str, value: bool) -> bytes:
         key = (name, bool, value)
         piece = self._cache.get(key)
-        return piece if piece is not None else self._remember(key, bool_attr(name, value))
+        return piece if piece is not None else remember(self._cache, key, bool_attr(name, value))
 
     def string(self, name: str, value: str) -> bytes:
         key = (name, str, value)
         piece = self._cache.get(key)
-        return piece if piece is not None else self._remember(key, string_attr(name, value))
-
-    def _remember(self, key: tuple, piece: bytes) -> bytes:
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[key] = piece
-        return piece
+        return piece if piece is not None else remember(self._cache, key, string_attr(name, value))
 
 
 class NodeHeads:
@@ -130,12 +130,10 @@ class NodeHeads:
         Every number must be non-negative (``node_type`` too)."""
         named = self._names.get((name, node_type))
         if named is None:
-            if len(self._names) >= _CACHE_LIMIT:
-                self._names.clear()
             named = _delimited(_NAME_FIELD_TAG, name.encode()) if name else b""
             if node_type:
                 named += _TYPE_TAG + encode_varint(node_type)
-            self._names[(name, node_type)] = named
+            remember(self._names, (name, node_type), named)
         head = _ID_TAG + encode_varint(node_id) + named if node_id else named
         if ctrl_deps:
             packed = b"".join(map(encode_varint, ctrl_deps))
