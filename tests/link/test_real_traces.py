@@ -38,13 +38,15 @@ def test_simple_add(shared_traces: Path) -> None:
     assert {by_id[n.parent_id].name for n in linked.gpu_nodes} == {"aten::uniform_", "aten::add"}
 
 
-def test_linear_aligns_one_iteration(shared_traces: Path) -> None:
+def test_linear_joins_one_iteration_in_program_order(shared_traces: Path) -> None:
     param = shared_traces / "param"
     linked = link_pair(param / "linear.host_et.json.gz", param / "linear.kineto.json.gz")
     report = linked.report
-    assert report.matched == {"name_alignment": 928} and report.unmatched_host_ops == 0
+    assert report.matched == {"program_order": 928} and report.unmatched_host_ops == 0
+    assert report.rejected == {}
     assert report.gpu_coverage >= 0.99 and report.gpu_ops_linked > 200
-    assert report.window is not None and report.window.startswith("aligned iteration 0 of 39")
+    assert report.window is not None
+    assert report.window.endswith("iteration 0 of 39 matching equally in program order")
     assert any("equally well" in note for note in report.notes)  # the guess is said
     other = link_pair(param / "linear.host_et.json.gz", param / "linear.kineto.json.gz",
                       iteration=3)  # fmt: skip
@@ -53,6 +55,24 @@ def test_linear_aligns_one_iteration(shared_traces: Path) -> None:
     # host and GPU ops of one iteration: every GPU node launched inside the chosen window
     starts = [m.event.ts_us for m in linked.matches.values()]
     assert all(min(starts) <= n.launch_ts_us for n in linked.gpu_nodes)
+
+
+def test_linear_program_order_agrees_with_name_alignment(shared_traces: Path) -> None:
+    """Two independent joins (ids in program order; names aligned in time order) pick the
+    same Kineto op for every host op of linear's first iteration."""
+    from chakra.link.cpu_join import _join_by_alignment, kineto_cpu_events, linkable_host_ops
+
+    param = shared_traces / "param"
+    host = load_host_trace(param / "linear.host_et.json.gz")
+    device = load_device_trace(param / "linear.kineto.json.gz")
+    ordered = link_traces(host, device, LinkOptions()).matches
+    aligned = _join_by_alignment(
+        linkable_host_ops(host), kineto_cpu_events(device), LinkOptions(), None, None
+    ).matches
+    assert len(aligned) == len(ordered) == 928
+    assert {h: id(m.event) for h, m in ordered.items()} == {
+        h: id(event) for h, (event, _) in aligned.items()
+    }
 
 
 @pytest.mark.parametrize(

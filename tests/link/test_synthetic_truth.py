@@ -15,7 +15,11 @@ from chakra.synth import SynthOptions, generate_job
 from chakra.synth.options import options_with_vintages
 from tests.synth.conftest import load_json
 
-VINTAGES = [(), ("no_rf_id",), ("no_flows",), ("legacy_1_0_1",), ("no_rf_id", "no_flows")]
+VINTAGES = [
+    (), ("no_rf_id",), ("no_flows",), ("legacy_1_0_1",), ("no_rf_id", "no_flows"),
+    ("tied_zero_ops",), ("legacy_1_0_1", "tied_zero_ops"),
+    ("no_rf_id", "no_flows", "tied_zero_ops"),
+]  # fmt: skip
 
 
 def refs(linked: LinkedTrace) -> set[tuple[str, str, str]]:
@@ -33,6 +37,17 @@ def refs(linked: LinkedTrace) -> set[tuple[str, str, str]]:
 
 
 def check_rank(truth: dict[str, Any], linked: LinkedTrace) -> None:
+    # every host op the host ET holds is matched with the very Kineto op that recorded it
+    recorded = {op["host_id"]: op for op in truth["host_ops"] if op["host_id"] is not None}
+    assert {h: m.event.external_id for h, m in linked.matches.items()} == {
+        h: op["external_id"] for h, op in recorded.items()
+    }
+    # the verified counts are the truth's
+    report = linked.report
+    assert sum(report.matched.values()) == len(linked.matches) == report.host_ops
+    assert report.rejected == {} and report.contradictions == {}
+    parented = [g for g in truth["gpu_ops"] if g["parent_host_id"] is not None]
+    assert report.gpu_ops_linked == len(parented)
     present = {f"gpu:{n.event.correlation}" for n in linked.gpu_nodes}
     parents = {f"gpu:{g['correlation']}": g for g in truth["gpu_ops"]}
     # every GPU op whose launching host op is in the host ET is linked, to the same parent
@@ -65,8 +80,8 @@ def test_link_matches_ground_truth(
         report = linked.report
         assert report.unmatched_host_ops == 0
         assert report.gpu_ops_orphaned == {}
-        expected_strategy = "record_function_id" if not vintages or vintages == ("no_flows",) \
-            else "name_alignment"  # fmt: skip
+        by_record_function_id = not {"no_rf_id", "legacy_1_0_1"} & set(vintages)
+        expected_strategy = "record_function_id" if by_record_function_id else "program_order"
         assert set(report.matched) == {expected_strategy}
         if host_step is None:
             assert report.gpu_ops_outside_window == 0
@@ -132,3 +147,27 @@ def test_et_plus_nccl_nodes_carry_collective_metadata(tmp_path: Path) -> None:
         assert node["pg_name"] == expected["pg_name"]
         assert node["collective"]["name"] and node["collective"]["group_size"] >= 1
         assert host_names[node["ctrl_deps"]].startswith("nccl:")  # attached to the nccl:* op
+
+
+def test_tied_zero_length_ops_keep_program_order(tmp_path: Path) -> None:
+    """The hazard is really in the traces (0 us ops starting with their next sibling), and
+    time-then-duration order would put the sibling first, which program order does not."""
+    from chakra.link.nesting import program_order_key
+
+    options = options_with_vintages(
+        SynthOptions(seed=7, ranks=1, steps=1, ops_per_step=70), ["legacy_1_0_1", "tied_zero_ops"]
+    )
+    rank = generate_job(options, tmp_path).ranks[0]
+    events = list(load_device_trace(rank.kineto).cpu_ops)
+    zero = [e for e in events if e.dur_us == 0 and e.name == "aten::lift_fresh"]
+    assert len(zero) >= 3
+    same_start = {(e.tid, e.ts_us): e for e in events if e.dur_us > 0}
+    tied = [(z, same_start[(z.tid, z.ts_us)]) for z in zero if (z.tid, z.ts_us) in same_start]
+    assert len(tied) == len(zero)
+    for first, sibling in tied:
+        assert first.external_id < sibling.external_id  # entered first
+        assert (first.ts_us, -first.dur_us) > (sibling.ts_us, -sibling.dur_us)
+        assert program_order_key(first) < program_order_key(sibling)
+    linked = link_traces(load_host_trace(rank.host_et), load_device_trace(rank.kineto),
+                         LinkOptions())  # fmt: skip
+    assert linked.report.matched == {"program_order": linked.report.host_ops}

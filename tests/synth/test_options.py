@@ -29,7 +29,9 @@ def test_vintages_switch_flags_and_combine() -> None:
     legacy = options_with_vintages(base, ["legacy_1_0_1"])
     assert legacy.legacy_host_et and not legacy.kineto_has_rf_id
     assert options_with_vintages(base, ["modern"]) == base
-    assert set(VINTAGES) == {"modern", "no_rf_id", "no_flows", "legacy_1_0_1"}
+    assert set(VINTAGES) == {"modern", "no_rf_id", "no_flows", "legacy_1_0_1", "tied_zero_ops"}
+    tied = options_with_vintages(base, ["tied_zero_ops"])
+    assert tied.tied_zero_ops and tied.vintages() == ("tied_zero_ops",)
 
 
 def test_unknown_vintage_names_the_known_ones() -> None:

@@ -25,6 +25,7 @@ from chakra.convert.graph import (
     Graph,
     IdleNode,
     add_delays,
+    drop_contradicting,
     evidence,
     thread_chains,
 )
@@ -52,6 +53,10 @@ class ConvertReport(msgspec.Struct, frozen=True):
     idle_nodes: int
     cycles_broken: list[str]
     warnings: list[str]
+    #: dependencies dropped because the measured times contradict them (graph.py)
+    contradicting_edges_dropped: int = 0
+    #: ops closed after their parent returned, replayed without holding their thread
+    replayed_beside_thread: int = 0
 
 
 class EtGraph(msgspec.Struct, frozen=True):
@@ -122,9 +127,11 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     start_us = {n.id: n.ts for n in trace.nodes if n.ts is not None}
     start_us.update({s.node_id: s.start for s in segments.extra})
     start_us.update({gap.node_id: by_id[gap.before].ts or 0 for gap in idle})
+    measured_end = _measured_ends(by_id, segments, idle)
+    contradicting = drop_contradicting(graph, start_us, measured_end)
     broken = break_cycles(graph.deps, graph.ids, start_us)
     timed = ((n.id, n.ts) for n in trace.nodes if n.ts is not None and n.end is not None)
-    delays = add_delays(timed, graph, _measured_ends(by_id, segments, idle), segments.next_id)
+    delays = add_delays(timed, graph, measured_end, segments.next_id)
     classifier = Classifier(by_id)
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
     kinds = {node.id: distinct.setdefault(kind, kind)
@@ -135,6 +142,9 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     if graph.dropped:
         warnings.append("dependencies to unknown nodes dropped: " + ", ".join(
             f"{kind} {count}" for kind, count in sorted(graph.dropped.items())))  # fmt: skip
+    if contradicting:
+        warnings.append(f"{contradicting} dependencies contradicting the measured times "
+                        "dropped (their target started before their source ended)")  # fmt: skip
     cycles = [f"removed {src} -> {dst} from cycle {' -> '.join(map(str, cycle[:10]))}"
               for src, dst, cycle in broken]  # fmt: skip
     for message in [*warnings, *cycles]:
@@ -146,6 +156,8 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         idle_nodes=len(idle),
         cycles_broken=cycles,
         warnings=warnings,
+        contradicting_edges_dropped=contradicting,
+        replayed_beside_thread=len(segments.detached),
     )
     return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report)
 
@@ -175,7 +187,8 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
         node_id = node.id
         parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node_id else None
         yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent,
-                         plan.segments.first_duration(node_id), payload)  # fmt: skip
+                         plan.segments.first_duration(node_id), payload,
+                         holds_thread=node_id not in plan.segments.detached)  # fmt: skip
     for segment in plan.segments.extra:
         yield segment_node(segment, by_id[segment.op_id], sorted(deps.get(segment.node_id, ())))
     for gap in plan.idle:

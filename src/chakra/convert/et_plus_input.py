@@ -72,6 +72,7 @@ class EtPlusNode(msgspec.Struct, frozen=True, gc=False):
     collective: Optional[Collective] = None
     idle_gap: Optional[Number] = None
     kineto_thread: Optional[list[Union[int, str]]] = None
+    ran_under: Optional[int] = None  # the node it ran under, when not its ctrl_deps parent
     launch: Optional[LaunchCall] = None
 
     @property

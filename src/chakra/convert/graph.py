@@ -65,8 +65,65 @@ class Graph:
         self.counts[kind] += 1
 
 
-def _sort_key(node: EtPlusNode, inherited: Number) -> tuple:
-    return (node.ts if node.ts is not None else inherited, node.id)
+#: Kineto timestamps are microseconds; a measured order is only trusted beyond this.
+CLOCK_RESOLUTION_US = 1.0
+
+
+class _Restore(msgspec.Struct, frozen=True, gc=False):
+    """Marker in the chaining walk: the thread continues from ``node_id`` again (after a
+    detached op's subtree)."""
+
+    node_id: Optional[int]
+
+
+def first_starts(nodes: Iterable[EtPlusNode], children: Mapping[int, list[EtPlusNode]]):
+    """Each node's earliest measured start within its subtree (itself included), or None
+    when nothing in it was timed: where an untimed op's work began, told by its timed
+    descendants. One post-order pass."""
+    first: dict[int, Optional[Number]] = {}
+    for root in nodes:
+        if root.id in first:
+            continue
+        stack: list[tuple[EtPlusNode, bool]] = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if node.id in first:
+                continue
+            kids = children.get(node.id, ())
+            if not done:
+                stack.append((node, True))
+                stack.extend((kid, False) for kid in kids if kid.id not in first)
+                continue
+            times = [t for t in (first.get(k.id) for k in kids) if t is not None]
+            if node.ts is not None:
+                times.append(node.ts)
+            first[node.id] = min(times) if times else None
+    return first
+
+
+def program_order(kids: Iterable[EtPlusNode], first: Mapping[int, Optional[Number]]) -> list:
+    """Children in the order the thread ran them: by the first measured start in each
+    child's subtree; a child with no timing at all keeps its place after the sibling that
+    precedes it by id (host ids grow in program order), never jumping ahead of timed work."""
+    by_id = sorted(kids, key=lambda n: n.id)
+    keyed = []
+    previous: Number = float("-inf")
+    for index, kid in enumerate(by_id):
+        start = first.get(kid.id)
+        if start is not None:
+            previous = start
+        keyed.append(((start if start is not None else previous), start is None, index, kid))
+    keyed.sort(key=lambda entry: entry[:3])
+    return [entry[3] for entry in keyed]
+
+
+def outlives_parent(node: EtPlusNode, parent: Optional[EtPlusNode]) -> bool:
+    """``node`` was closed after its parent returned, on the same thread (a record function
+    ended asynchronously, e.g. ``gloo:send`` when its transfer completes): the thread did
+    not wait for it, so it is replayed beside the thread, not on it."""
+    if parent is None or parent.end is None or node.end is None or node.ran_under is not None:
+        return False
+    return node.end > parent.end + CLOCK_RESOLUTION_US
 
 
 def _roots(nodes: list[EtPlusNode], by_id: Mapping[int, EtPlusNode]) -> list[EtPlusNode]:
@@ -83,39 +140,55 @@ def thread_chains(
     segments: Segmentation,
 ) -> list[IdleNode]:
     """Chain each thread's CPU work in program order: an op's segments interleaved with its
-    children's subtrees (children by measured start, untimed ones first); a thread root
-    follows its parent. With ``gaps``, an idle node precedes each op with a measured
+    children's subtrees (children in program order, :func:`program_order`); a thread root
+    follows its parent. An op that ran elsewhere (``ran_under``, e.g. on a worker thread) is
+    a child of the node it ran under. With ``gaps``, an idle node precedes each op with a
+    measured
     ``idle_gap`` whose parent is untimed (a timed parent's own segments already cover the
     gap). Iterative DFS; returns the idle nodes created (ids from ``segments.next_id``)."""
     children: dict[int, list[EtPlusNode]] = defaultdict(list)
     for node in trace.nodes:
-        if not node.is_gpu and node.ctrl_deps in by_id and node.ctrl_deps != node.id:
-            children[node.ctrl_deps].append(node)
+        parent = node.ran_under if node.ran_under in by_id else node.ctrl_deps
+        if not node.is_gpu and parent in by_id and parent != node.id:
+            children[parent].append(node)
+    first = first_starts(trace.nodes, children)
+    for parent_id, kids in children.items():
+        children[parent_id] = program_order(kids, first)
     cuts = cut_points(trace.nodes, _sync_calls(trace))
     for node in trace.nodes:
         if not node.is_gpu and node.ts is not None and node.end is not None:
-            segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()))
+            segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()), first)
     graph.ids.update(segment.node_id for segment in segments.extra)
     idle: list[IdleNode] = []
     last: dict[int, int] = {}
+    detached = segments.detached
     stack: list[tuple[object, int]] = [
         (root, root.id) for root in reversed(_roots(trace.nodes, by_id))
     ]
     while stack:
         item, chain = stack.pop()
+        if isinstance(item, _Restore):
+            if item.node_id is not None:
+                last[chain] = item.node_id
+            continue
         if isinstance(item, Segment):
             graph.add(last.get(chain), item.node_id, "cpu_chain")
             last[chain] = item.node_id
             continue
         node = item
+        parent = by_id.get(node.ctrl_deps) if node.ctrl_deps is not None else None
         if node.name in THREAD_ROOT_NAMES:
             graph.add(node.ctrl_deps, node.id, "thread_start")
             chain = node.id
             last[chain] = node.id
+        elif outlives_parent(node, parent):
+            detached.add(node.id)
+            stack.append((_Restore(last.get(chain)), chain))
+            graph.add(last.get(chain), node.id, "cpu_chain")
+            last[chain] = node.id
         elif node.id not in segments.pieces:  # untimed: one node
             graph.add(last.get(chain), node.id, "cpu_chain")
             last[chain] = node.id
-        parent = by_id.get(node.ctrl_deps) if node.ctrl_deps is not None else None
         previous = last.get(chain)
         if (
             gaps
@@ -129,10 +202,10 @@ def thread_chains(
             graph.ids.add(gap.node_id)
             graph.add(previous, gap.node_id, "cpu_chain")
             last[chain] = gap.node_id
-        if node.id in segments.pieces:
+        if node.id in segments.pieces and node.id not in detached:
             pieces = segments.pieces[node.id]
         else:
-            pieces = sorted(children.get(node.id, ()), key=lambda n: _sort_key(n, node.ts or 0))
+            pieces = children.get(node.id, [])
         stack.extend((piece, chain) for piece in reversed(pieces))
     return idle
 
@@ -211,3 +284,21 @@ def add_delays(
         graph.deps[node_id] = [delay.node_id]
         graph.counts["start_delay"] += 1
     return delays
+
+
+def drop_contradicting(
+    graph: Graph, start_us: Mapping[int, Number], end_us: Mapping[int, Number]
+) -> int:
+    """Remove every dependency whose ``dst`` was measured to start before its ``src`` ended
+    (beyond the clock's resolution): such an edge states something the trace shows did not
+    happen. Returns how many were removed (the report counts them)."""
+    removed = 0
+    for dst, deps in graph.deps.items():
+        start = start_us.get(dst)
+        if start is None:
+            continue
+        bad = [src for src in deps if end_us.get(src, start) > start + CLOCK_RESOLUTION_US]
+        for src in bad:
+            deps.remove(src)
+        removed += len(bad)
+    return removed

@@ -71,11 +71,14 @@ def build_node(
     parent: Optional[int],
     own_us: Optional[float] = None,
     payload: Union[EtPlusNode, NodePayload, None] = None,
+    holds_thread: bool = True,
 ) -> bytes:
     """One Chakra node. Duration: a GPU op's measured duration; for a CPU op, ``own_us``
     (its first segment, see convert/segments.py) when it was split, else its exclusive
     time. The measured start is kept for measured-vs-simulated comparisons. Inputs, outputs
-    and attrs come from ``payload`` (default: ``node`` itself)."""
+    and attrs come from ``payload`` (default: ``node`` itself). ``holds_thread`` False
+    leaves out ``tid``: the node then runs beside its thread (an op closed after its
+    parent returned)."""
     payload = node if payload is None else payload
     gpu = node.cat is not None
     if own_us is not None:
@@ -97,7 +100,7 @@ def build_node(
     get = values.get
     for name in INT_ATTRS:
         value = get(name)
-        if value.__class__ is int:  # not a bool
+        if value.__class__ is int and (holds_thread or name != "tid"):  # not a bool
             pieces.append(int64(name, value))
     pieces.append(_PIECES.string("op_schema", str(get("op_schema") or "")))
     pieces.append(_PIECES.boolean("is_cpu_op", kind.is_cpu_op))

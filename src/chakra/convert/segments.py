@@ -39,25 +39,35 @@ class Segmentation:
         self.segments: dict[int, list[Segment]] = {}
         self.pieces: dict[int, list[Piece]] = {}
         self.extra: list[Segment] = []  # segments with new ids, in creation order
+        self.detached: set[int] = set()  # ops replayed beside their thread (graph.py)
 
-    def split(self, op: EtPlusNode, children: Iterable[EtPlusNode], cuts: Iterable[Number]):
-        """Record ``op``'s segments and pieces (``op`` must be timed)."""
+    def split(
+        self,
+        op: EtPlusNode,
+        children: Iterable[EtPlusNode],
+        cuts: Iterable[Number],
+        first: Mapping[int, Optional[Number]],
+    ):
+        """Record ``op``'s segments and pieces (``op`` must be timed). ``children`` come in
+        program order; ``first`` gives each child's earliest measured start in its subtree
+        (an untimed child starts where its timed descendants do)."""
         start, end = op.ts, op.end
         assert start is not None and end is not None
         points = sorted({t for t in cuts if start < t < end})
-        timed = sorted((c for c in children if c.ts is not None), key=lambda c: (c.ts, c.id))
-        untimed = [c for c in children if c.ts is None]
         pieces: list[Piece] = []
         segments: list[Segment] = []
         cursor = start
-        for child in [*untimed, *timed]:
-            if child.ts is not None and child.ts > cursor:
-                self._own_time(op, cursor, child.ts, points, segments, pieces)
+        for child in children:
+            child_start = child.ts if child.ts is not None else first.get(child.id)
+            if child_start is not None and child_start > cursor:
+                self._own_time(op, cursor, min(child_start, end), points, segments, pieces)
             elif not segments:
                 self._own_time(op, cursor, cursor, points, segments, pieces)
             pieces.append(child)
             child_end = child.end if child.end is not None else cursor
-            cursor = max(cursor, child_end)
+            if child.end is not None and child.end > end + 1.0:  # closed after op returned
+                child_end = cursor if child_start is None else max(child_start, cursor)
+            cursor = max(cursor, min(child_end, end))
         if cursor < end or not segments:
             self._own_time(op, cursor, max(cursor, end), points, segments, pieces)
         self.segments[op.id] = segments

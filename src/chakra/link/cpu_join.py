@@ -3,8 +3,12 @@
 Strategies are tried in order and the first that explains the trace serves:
 1. Kineto ``Record function id`` == host ``rf_id`` (PyTorch 2.x);
 2. Kineto ``External id`` == host ``rf_id`` with equal names (older PyTorch);
-3. order-preserving alignment of op names per thread, choosing the Kineto iteration that
-   matches the host ET best (schema 1.0.1 era traces whose ids do not join).
+3. program order: per thread, host ops by id against Kineto ops by ``External id``
+   (``program_order.py``; 1.0.1-era traces whose ids are different counters);
+4. order-preserving alignment of op names per thread, choosing the Kineto iteration that
+   matches the host ET best (the last resort: it orders Kineto ops by time).
+Every match is then verified (``verify.py``): the names agree and the nesting agrees with the
+host ET's; the rest are rejected and counted.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from chakra.ingest.device_model import DeviceTrace, KinetoEvent, ProfilerStep
 from chakra.ingest.host_model import HostOp, HostTrace
 from chakra.link.alignment import align_from, best_windows
 from chakra.link.model import JoinStrategy, LinkOptions
+from chakra.link.nesting import program_order_key
+from chakra.link.program_order import join_by_program_order
+from chakra.link.verify import verify_matches
 
 #: A strategy serves when it matches at least this share of the host ops it could match.
 MIN_SHARE = 0.5
@@ -27,13 +34,16 @@ ThreadKey = tuple[Union[int, str], Union[int, str]]
 
 
 class CpuJoin(msgspec.Struct, frozen=True):
-    """Host op id -> (Kineto event, strategy); the time window linked (None: whole trace);
-    and notes on what was guessed."""
+    """Host op id -> (Kineto event, strategy) for verified matches; the time window linked
+    (None: whole trace); notes on what was guessed; matches rejected by verification (by
+    strategy); host ops that ran on another thread than their host parent."""
 
     matches: dict[int, tuple[KinetoEvent, JoinStrategy]]
     window: Optional[tuple[float, float]]
     window_label: Optional[str]
     notes: tuple[str, ...] = ()
+    rejected: dict[str, int] = {}
+    other_thread: frozenset[int] = frozenset()
 
 
 def kineto_cpu_events(device: DeviceTrace) -> list[KinetoEvent]:
@@ -51,6 +61,26 @@ def linkable_host_ops(host: HostTrace) -> list[HostOp]:
 
 
 def join_cpu_ops(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> CpuJoin:
+    """Match host ops with Kineto CPU ops (the first strategy that serves), then verify."""
+    join = _first_serving_join(host, device, options)
+    checked = verify_matches(host.ops, join.matches)
+    notes = list(join.notes)
+    rejected = sum(checked.rejected.values())
+    if rejected:
+        notes.append(
+            f"{rejected} host op matches rejected: the Kineto op does not nest where the "
+            "host ET says the op ran (those ops are left untimed)"
+        )
+    return msgspec.structs.replace(
+        join,
+        matches=checked.accepted,
+        notes=tuple(notes),
+        rejected=checked.rejected,
+        other_thread=checked.other_thread,
+    )
+
+
+def _first_serving_join(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> CpuJoin:
     events = kineto_cpu_events(device)
     window, label = _step_window(device.steps, options.profiler_step)
     if window is not None:
@@ -65,6 +95,20 @@ def join_cpu_ops(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> 
                 window = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
                 label = f"span of the host ET's ops ({window[0]} to {window[1]} us)"
             return CpuJoin(matches=matches, window=window, window_label=label)
+    ordered = join_by_program_order(ops, events, options.iteration)
+    if ops and len(ordered.matches) >= MIN_SHARE * len(ops):
+        strategy = JoinStrategy.PROGRAM_ORDER
+        matches = {host_id: (event, strategy) for host_id, event in ordered.matches.items()}
+        if window is None:
+            matched = ordered.matches.values()
+            window = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
+            pick, count = ordered.choice
+            label = f"span of the host ET's ops ({window[0]} to {window[1]} us)" + (
+                f", iteration {pick} of {count} matching equally in program order"
+                if count > 1
+                else ""
+            )
+        return CpuJoin(matches=matches, window=window, window_label=label, notes=ordered.notes)
     return _join_by_alignment(ops, events, options, window, label)
 
 
@@ -114,7 +158,7 @@ def _join_by_alignment(ops, events, options, window, label) -> CpuJoin:
     for op in ops:
         host_threads[op.tid].append(op)
     kineto_threads: dict[ThreadKey, list[KinetoEvent]] = defaultdict(list)
-    for event in sorted(events, key=lambda e: (e.ts_us, -e.dur_us)):
+    for event in sorted(events, key=program_order_key):
         kineto_threads[(event.pid, event.tid)].append(event)
     # The thread that recorded first (smallest host id) defines the iteration's window.
     order = sorted(host_threads, key=lambda tid: host_threads[tid][0].id)

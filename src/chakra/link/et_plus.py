@@ -47,7 +47,7 @@ _STANDARD_ATTRS_JSON = b",".join(
 )  # fmt: skip
 
 
-def _attrs(op: HostOp, extras: dict[int, bytes]) -> msgspec.Raw:
+def _attrs(op: HostOp, extras: dict[int, bytes], tid: Optional[int] = None) -> msgspec.Raw:
     """The ``attrs`` list as JSON text: the standard seven from a template (the hot path of
     large traces), then the op's other attrs, encoded once per distinct tuple (the loader
     shares equal tuples; ``extras`` remembers them by identity while the trace is alive)."""
@@ -55,7 +55,8 @@ def _attrs(op: HostOp, extras: dict[int, bytes]) -> msgspec.Raw:
     if extra is None:
         listed = [{"name": a.name, "type": a.type, "value": a.value} for a in op.attrs]
         extra = extras[id(op.attrs)] = _ENCODER.encode(listed)[1:-1]
-    values = (op.rf_id or 0, op.fw_parent, op.seq_id, op.scope, op.tid, op.fw_tid,
+    values = (op.rf_id or 0, op.fw_parent, op.seq_id, op.scope, op.tid if tid is None else tid,
+              op.fw_tid,
               _ENCODER.encode(op.op_schema))  # fmt: skip
     standard = _STANDARD_ATTRS_JSON % values
     parts = [b"[", standard]
@@ -104,6 +105,10 @@ def host_node(
         node["inter_thread_dep"] = linked.inter_thread_dep.get(op.id)
         node["join"] = match.strategy.value
         node["kineto_thread"] = [event.pid, event.tid]
+        ran_on = linked.ran_under.get(op.id)
+        if ran_on is not None:  # replayed where it ran, not under its host ET parent
+            node["ran_under"] = ran_on[0]
+            node["attrs"] = _attrs(op, {} if extras is None else extras, tid=ran_on[1])
         if op.id in linked.idle_gap_us:
             node["idle_gap"] = linked.idle_gap_us[op.id]
     if op.id in linked.sync_dep:

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Optional
+from typing import Optional, Union
 
 from chakra.ingest.device_model import KinetoEvent
 from chakra.link.model import GpuNode
 from chakra.link.nesting import ThreadNesting
 
 NCCL_OP_PREFIX = "nccl:"
+#: Orphan reasons (``GpuNode.orphan_reason``), each true of the GPU op it names.
+NO_ENCLOSING_OP = "no CPU op encloses the launch call"
+UNMATCHED_ENCLOSING_OP = "CPU ops enclosing the launch have no matched host op"
+NO_LAUNCH_EVENT = "no launch event in the trace"
 
 
 def is_nccl_kernel(event: KinetoEvent) -> bool:
@@ -67,27 +71,28 @@ class GpuLinker:
             if not self._in_window(launch.ts_us or 0):
                 return self._outside(node_id, event, launch)
             parent = self._parent_at(launch, is_nccl_kernel(event))
-            if parent is not None:
+            if isinstance(parent, int):
                 return GpuNode(node_id, event, parent, launch, "correlation")
-            return self._orphan(node_id, event, launch, "launching op not in the host ET")
+            return self._orphan(node_id, event, launch, parent)
         if not self._in_window(event.ts_us or 0):
             return self._outside(node_id, event, None)
         cpu = self.cpu_by_external_id.get(event.external_id) if event.external_id else None
         if cpu is not None and id(cpu) in self.host_of:
             return GpuNode(node_id, event, self.host_of[id(cpu)], None, "external_id")
-        return self._orphan(node_id, event, None, "no launch event in the trace")
+        return self._orphan(node_id, event, None, NO_LAUNCH_EVENT)
 
     def _orphan(self, node_id, event, launch, reason) -> GpuNode:
         self.orphans[reason] += 1
         return GpuNode(node_id, event, None, launch, "none", orphan_reason=reason)
 
-    def _parent_at(self, launch: KinetoEvent, nccl: bool) -> Optional[int]:
+    def _parent_at(self, launch: KinetoEvent, nccl: bool) -> Union[int, str]:
+        """The host op enclosing the launch call, or why there is none (an orphan reason:
+        no CPU op of the calling thread encloses the call, or the ones that do were not
+        matched with a host op: not recorded in the host ET, or their match was rejected)."""
         nesting = self.nestings.get((launch.pid, launch.tid))
-        if nesting is None:
-            return None
-        index = nesting.innermost_at(launch.ts_us or 0)
-        if index is None:
-            return None
+        index = nesting.innermost_at(launch.ts_us or 0) if nesting is not None else None
+        if nesting is None or index is None:
+            return NO_ENCLOSING_OP
         chain = [index, *nesting.ancestors(index)]
         if nccl:
             for candidate in chain:
@@ -98,4 +103,4 @@ class GpuLinker:
             host_id = self.host_of.get(id(nesting.events[candidate]))
             if host_id is not None:
                 return host_id
-        return None
+        return UNMATCHED_ENCLOSING_OP

@@ -33,7 +33,9 @@ from chakra.link.model import (
     LinkOptions,
     LinkReport,
 )
-from chakra.link.nesting import ThreadNesting
+from chakra.link.nesting import ThreadNesting, program_order_key
+from chakra.link.threads import threads_ran_under
+from chakra.link.verify import edge_contradictions
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +58,7 @@ def _check_pair(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> N
 
 def _nestings(device: DeviceTrace) -> dict[tuple, ThreadNesting]:
     threads: dict[tuple, list] = defaultdict(list)
-    for event in sorted(kineto_cpu_events(device), key=lambda e: (e.ts_us, -e.dur_us)):
+    for event in sorted(kineto_cpu_events(device), key=program_order_key):
         threads[(event.pid, event.tid)].append(event)
     return {thread: ThreadNesting(events) for thread, events in threads.items()}
 
@@ -114,7 +116,13 @@ def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedT
     for edge in sync:
         if edge.dst is not None and edge.src not in sync_dep[edge.dst]:
             sync_dep[edge.dst].append(edge.src)
-    report = _report(host, device, join, gpu_nodes, linker, edges, notes)
+    host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
+    contradictions = edge_contradictions(edges, host_times, gpu_nodes)
+    if contradictions:
+        shown = ", ".join(f"{count} {kind}" for kind, count in contradictions.items())
+        notes.append(f"evidence contradicting the measured times: {shown}")
+    ran_on = threads_ran_under(host, matches, join.other_thread, nestings, host_of, notes)
+    report = _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
     for note in notes:
         logger.warning("%s", note)
     return LinkedTrace(
@@ -127,6 +135,7 @@ def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedT
         idle_gap_us=gaps,
         sync_dep=dict(sync_dep),
         report=report,
+        ran_under=ran_on,
     )
 
 
@@ -159,7 +168,7 @@ def _keep_window(
     return tuple(kept), kept_edges
 
 
-def _report(host, device, join, gpu_nodes, linker, edges, notes) -> LinkReport:
+def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions) -> LinkReport:
     by_external_id = sum(1 for n in gpu_nodes if n.linked_by == "external_id")
     if by_external_id:
         notes.append(
@@ -172,7 +181,8 @@ def _report(host, device, join, gpu_nodes, linker, edges, notes) -> LinkReport:
         matched=dict(sorted(by_strategy.items())),
         unmatched_host_ops=len(linkable_host_ops(host)) - len(join.matches),
         gpu_ops_total=len(device.gpu_ops),
-        gpu_ops_linked=sum(1 for n in gpu_nodes if n.parent_id is not None),
+        gpu_ops_linked=sum(1 for n in gpu_nodes if n.parent_id is not None)
+        - contradictions.get("launch_outside_parent", 0),
         gpu_ops_linked_by_external_id=by_external_id,
         gpu_ops_orphaned=dict(sorted(linker.orphans.items())),
         gpu_ops_outside_window=linker.outside_window,
@@ -180,4 +190,7 @@ def _report(host, device, join, gpu_nodes, linker, edges, notes) -> LinkReport:
         edges=dict(sorted(Counter(e.kind.value for e in edges).items())),
         window=join.window_label,
         notes=notes,
+        rejected=join.rejected,
+        host_ops_on_other_threads=len(join.other_thread),
+        contradictions=contradictions,
     )

@@ -18,6 +18,7 @@ class JoinStrategy(str, enum.Enum):
 
     RECORD_FUNCTION_ID = "record_function_id"  # Kineto "Record function id" == host rf_id
     EXTERNAL_ID = "external_id"  # Kineto "External id" == host rf_id, names equal
+    PROGRAM_ORDER = "program_order"  # k-th host op of a thread by id == k-th by External id
     NAME_ALIGNMENT = "name_alignment"  # order-preserving alignment of op names per thread
 
 
@@ -91,7 +92,13 @@ class Edge(msgspec.Struct, frozen=True, gc=False):
 
 
 class LinkReport(msgspec.Struct, frozen=True):
-    """Counts that say how complete the link is (printed and written by --report)."""
+    """Counts that say how complete and how trustworthy the link is (printed and written by
+    --report). ``matched`` counts verified matches by strategy and ``rejected`` the matches
+    verification refused; ``gpu_ops_linked`` counts GPU ops whose parent is a verified host
+    op enclosing the launch; ``contradictions`` counts evidence that disagrees with the
+    measured times (edges whose ``dst`` started before ``src`` ended, by kind, and launches
+    outside their parent); ``host_ops_on_other_threads`` ran on another thread than their
+    host parent (e.g. ``gloo:*`` work on worker threads) and are placed there."""
 
     host_ops: int
     kineto_cpu_ops: int
@@ -106,6 +113,13 @@ class LinkReport(msgspec.Struct, frozen=True):
     edges: dict[str, int]
     window: Optional[str]
     notes: list[str]
+    rejected: dict[str, int] = {}
+    host_ops_on_other_threads: int = 0
+    contradictions: dict[str, int] = {}
+
+    @property
+    def contradiction_count(self) -> int:
+        return sum(self.contradictions.values())
 
     @property
     def host_coverage(self) -> float:
@@ -130,3 +144,7 @@ class LinkedTrace(msgspec.Struct, frozen=True):
     idle_gap_us: dict[int, Number]  # top-level host op id -> idle time before it
     sync_dep: dict[int, list[int]]  # host op id -> GPU node ids it waits for
     report: LinkReport
+    #: host op id -> (host node it ran under, tid of its thread), where the measured nesting
+    #: differs from the host ET's: work that ran on another thread than its host parent (gloo
+    #: on its worker threads) and what it enclosed there (link/threads.py)
+    ran_under: dict[int, tuple[int, int]] = {}

@@ -1,6 +1,7 @@
 """Nesting of timed CPU events on one thread: parents, innermost-enclosing lookup, exclusive time.
 
-Events of one thread are sorted by (start, longest first). A single stack sweep gives each
+Events of one thread are sorted into program order (:func:`program_order_key`: start, then
+the id the profiler numbered them with, then longest first). A single stack sweep gives each
 event its enclosing parent; a binary search plus a walk up that parent chain finds the
 innermost event enclosing any instant. Everything is O(n) to build and O(log n + depth) per
 query; no nested scans.
@@ -18,8 +19,23 @@ Number = Union[int, float]
 NO_PARENT = -1
 
 
+def program_order_key(event: KinetoEvent) -> tuple[Number, int, Number]:
+    """Sort key putting one thread's CPU events in program order.
+
+    Events that start at the same instant are ordered by the id the profiler gave them on
+    entry (``Record function id``, else ``External id``: both count up in program order), so
+    that a 0 us op recorded before a sibling with the same start stays before it instead of
+    being nested inside it. Duration (longest first: an enclosing op before what it encloses)
+    only decides between events without ids; an event without an id (an annotation) sorts
+    before tied events that have one.
+    """
+    number = event.rf_id or event.external_id
+    return (event.ts_us or 0, number if number is not None else -1, -event.dur_us)
+
+
 class ThreadNesting:
-    """The events of one thread, in (start, longest first) order, with their nesting.
+    """The events of one thread, in program order (:func:`program_order_key`), with their
+    nesting.
 
     ``parent[i]`` is the index of the innermost event that encloses event ``i`` (or
     ``NO_PARENT``); ``exclusive_us[i]`` is its duration minus the time covered by its
@@ -67,3 +83,17 @@ class ThreadNesting:
             index = self.parent[index]
             chain.append(index)
         return chain
+
+    def descendants(self, index: int) -> range:
+        """Indices of the events ``index`` encloses (they follow it in program order)."""
+        end = index + 1
+        while end < len(self.events) and self._inside(end, index):
+            end += 1
+        return range(index + 1, end)
+
+    def _inside(self, inner: int, outer: int) -> bool:
+        while inner != NO_PARENT:
+            if inner == outer:
+                return True
+            inner = self.parent[inner]
+        return False

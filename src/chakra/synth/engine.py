@@ -44,6 +44,10 @@ from chakra.synth.timeline import (
 )
 from chakra.synth.vocabulary import PROCESS_GROUP_INIT, SCOPE_USER, SyncKind
 
+#: ``tied_zero_ops``: share of host ops preceded by a 0 us sibling starting at the same instant.
+TIED_ZERO_OP_SHARE = 0.08
+ZERO_LENGTH_OP = OpBegin("aten::lift_fresh", schema="aten::lift_fresh(Tensor(a) self) -> Tensor(a)")
+
 
 class RankEngine:
     """Executes one rank's program; a lifecycle object (clocks, open ops, stream state).
@@ -58,6 +62,7 @@ class RankEngine:
         self._plan, self._rank, self._sink = plan, rank, sink
         self._rng = random.Random(rank_seed(options.seed, rank))
         self._legacy = options.legacy_host_et
+        self._tied_zero_ops = options.tied_zero_ops
         self._host_step = options.host_step
         identity = rank_identity(plan, rank)
         self.device, self.tids = identity.device, identity.tids
@@ -122,8 +127,18 @@ class RankEngine:
     def _begin(self, action: OpBegin) -> None:
         if action.step >= 0:
             self._start_step(action.step)
+        tied = self._tied_zero_ops and action.step < 0 and self._inter_thread_src is None
+        if tied and self._rng.random() < TIED_ZERO_OP_SHARE:
+            self._open(ZERO_LENGTH_OP, jitter=False)
+            self._close(jitter=False)
+            self._open(action, jitter=False)  # starts at the same instant as its sibling
+            return
+        self._open(action, jitter=True)
+
+    def _open(self, action: OpBegin, jitter: bool) -> None:
         stack = self._stacks[self._thread]
-        self.now += self._uniform(300, 2 * US)
+        if jitter:
+            self.now += self._uniform(300, 2 * US)
         op = OpenOp(action, self.now)
         parent = stack[-1] if stack else None
         self._rf_id += 2 if self._rng.random() < 0.03 else 1
@@ -144,7 +159,8 @@ class RankEngine:
             self._inter_thread_src = None
         if action.step >= 0 and self._covered and not self._pg_init_written:
             self._write_pg_init(op)
-        self.now += self._uniform(500, 3 * US)
+        if jitter:
+            self.now += self._uniform(500, 3 * US)
 
     def _assign_host_id(self, op: OpenOp, parent: Optional[OpenOp]) -> None:
         root = self._thread_roots[self._thread]
@@ -195,9 +211,13 @@ class RankEngine:
         self._forward_host_ids.clear()
 
     def _end(self, _action: OpEnd) -> None:
+        self._close(jitter=True)
+
+    def _close(self, jitter: bool) -> None:
         stack = self._stacks[self._thread]
         op = stack.pop()
-        self.now += self._uniform(300, 2 * US)
+        if jitter:
+            self.now += self._uniform(300, 2 * US)
         action = op.action
         fw_parent = 0
         if action.backward_of >= 0:

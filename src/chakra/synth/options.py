@@ -17,6 +17,7 @@ VINTAGES = {
     "no_rf_id": "Kineto cpu_ops have no 'Record function id' (External id still present)",
     "no_flows": "no ac2g flow events in Kineto",
     "legacy_1_0_1": "host ET in schema 1.0.1 layout, host rf_ids unrelated to Kineto ids",
+    "tied_zero_ops": "some host ops have a 0 us sibling that starts at the same instant",
 }
 
 
@@ -36,6 +37,9 @@ class SynthOptions:
     the host ET in schema ``1.0.1`` with rf_ids that do not match Kineto (it implies no
     ``Record function id`` in Kineto, as PyTorch of that age wrote). ``integer_timestamps``
     writes whole microseconds instead of 3-decimal floats. ``gzip`` compresses every file.
+    ``tied_zero_ops`` precedes some host ops with a 0 us sibling (``aten::lift_fresh``)
+    that starts at the same instant, which sorting by (start, longest first) puts out of
+    program order (real traces have them).
     """
 
     seed: int = 0
@@ -48,6 +52,7 @@ class SynthOptions:
     host_step: Optional[int] = None
     integer_timestamps: bool = False
     gzip: bool = False
+    tied_zero_ops: bool = False
 
     def __post_init__(self) -> None:
         _check_range("seed", self.seed, 0, 2**63 - 1)
@@ -70,6 +75,7 @@ class SynthOptions:
                 ("no_rf_id", not self.rf_id_in_kineto),
                 ("no_flows", not self.flows),
                 ("legacy_1_0_1", self.legacy_host_et),
+                ("tied_zero_ops", self.tied_zero_ops),
             )
             if on
         ]
@@ -100,4 +106,6 @@ def options_with_vintages(base: SynthOptions, vintages: Iterable[str]) -> SynthO
             changes["flows"] = False
         elif name == "legacy_1_0_1":
             changes["legacy_host_et"] = True
+        elif name == "tied_zero_ops":
+            changes["tied_zero_ops"] = True
     return dataclasses.replace(base, **changes)

@@ -1,0 +1,123 @@
+"""Checks a link against the measured times, so that "linked" means verified.
+
+A host op's match is accepted only when the Kineto op has the host op's name and sits where
+the host ET says it ran: it starts inside the Kineto op of its nearest matched host ancestor
+(on the same thread), or, when it ran on another thread (work handed to a worker thread,
+e.g. ``gloo:*``), not before that ancestor started. Evidence edges are checked the same
+way: ``dst`` may not start before ``src`` ended, beyond the clock's resolution.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Optional
+
+import msgspec
+
+from chakra.ingest.device_model import KinetoEvent
+from chakra.ingest.host_model import HostOp
+from chakra.link.model import Edge, EdgeKind, GpuNode, JoinStrategy, Number
+
+#: Kineto timestamps are microseconds; CPU and GPU clocks agree to about one.
+CLOCK_RESOLUTION_US = 1.0
+
+
+class Verification(msgspec.Struct, frozen=True):
+    """Accepted matches, how many were rejected (by strategy), and the host ops that ran
+    on another thread than their nearest matched host ancestor."""
+
+    accepted: dict[int, tuple[KinetoEvent, JoinStrategy]]
+    rejected: dict[str, int]
+    other_thread: frozenset[int]
+
+
+def _starts_inside(outer: KinetoEvent, inner: KinetoEvent) -> bool:
+    """``inner`` was entered while ``outer`` was open. Its end is not checked: a record
+    function may be closed after its caller returned (``gloo:send`` ends when the transfer
+    does)."""
+    start = inner.ts_us or 0
+    return (outer.ts_us or 0) - CLOCK_RESOLUTION_US <= start <= outer.end_us + CLOCK_RESOLUTION_US
+
+
+def verify_matches(
+    ops: Iterable[HostOp], matches: Mapping[int, tuple[KinetoEvent, JoinStrategy]]
+) -> Verification:
+    """Accept each match whose name agrees and whose nesting agrees with the host ET's.
+
+    Ops are visited parents first (host ids grow as ops are entered), so a child is checked
+    against its nearest *accepted* ancestor: one wrong match does not condemn a subtree that
+    is right.
+    """
+    parent_of: dict[int, int] = {}
+    name_of: dict[int, str] = {}
+    for op in ops:
+        parent_of[op.id] = op.parent_id
+        name_of[op.id] = op.name
+    accepted: dict[int, tuple[KinetoEvent, JoinStrategy]] = {}
+    rejected: Counter[str] = Counter()
+    other_thread: set[int] = set()
+    for host_id in sorted(matches):
+        event, strategy = matches[host_id]
+        if name_of.get(host_id, event.name) != event.name:
+            rejected[strategy.value] += 1
+            continue
+        ancestor = _accepted_ancestor(host_id, parent_of, accepted)
+        if ancestor is not None:
+            outer = accepted[ancestor][0]
+            if (outer.pid, outer.tid) != (event.pid, event.tid):
+                if (event.ts_us or 0) + CLOCK_RESOLUTION_US < (outer.ts_us or 0):
+                    rejected[strategy.value] += 1
+                    continue
+                other_thread.add(host_id)
+            elif not _starts_inside(outer, event):
+                rejected[strategy.value] += 1
+                continue
+        accepted[host_id] = (event, strategy)
+    return Verification(accepted, dict(sorted(rejected.items())), frozenset(other_thread))
+
+
+def _accepted_ancestor(host_id: int, parent_of: Mapping[int, int], accepted) -> Optional[int]:
+    seen = 0
+    node = parent_of.get(host_id)
+    while node is not None and seen < 10_000:
+        if node in accepted:
+            return node
+        parent = parent_of.get(node)
+        if parent == node:
+            return None
+        node = parent
+        seen += 1
+    return None
+
+
+def edge_contradictions(
+    edges: Iterable[Edge],
+    host_times: Mapping[int, tuple[Number, Number]],
+    gpu_nodes: Iterable[GpuNode],
+) -> dict[str, int]:
+    """Edges whose ``dst`` started before ``src`` ended (beyond the clock's resolution), by
+    kind. Launch edges are checked as "the parent encloses the launch call" instead (a GPU
+    op may start before the op that launched it ends)."""
+    times = dict(host_times)
+    launches: dict[int, Optional[KinetoEvent]] = {}
+    for node in gpu_nodes:
+        times[node.node_id] = (node.event.ts_us or 0, node.event.end_us)
+        launches[node.node_id] = node.launch
+    found: Counter[str] = Counter()
+    for edge in edges:
+        if edge.dst is None:
+            continue
+        src, dst = times.get(edge.src), times.get(edge.dst)
+        if src is None or dst is None:
+            continue
+        if edge.kind is EdgeKind.LAUNCH:
+            launch = launches.get(edge.dst)
+            instant = launch.ts_us if launch is not None else None
+            if instant is not None and not (
+                src[0] - CLOCK_RESOLUTION_US <= instant <= src[1] + CLOCK_RESOLUTION_US
+            ):
+                found["launch_outside_parent"] += 1
+        elif src[1] > dst[0] + CLOCK_RESOLUTION_US:
+            found[edge.kind.value] += 1
+    return dict(sorted(found.items()))
