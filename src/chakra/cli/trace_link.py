@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     how.add_argument(
         "--strict",
         action="store_true",
-        help="fail (no output) when coverage is below the thresholds",
+        help="fail (no output) when coverage is below the thresholds, a match was rejected "
+        "or evidence contradicts the measured times",
     )
     how.add_argument(
         "--min-host-coverage",

@@ -29,11 +29,15 @@ def render_table(report: LinkReport, title: str) -> str:
     orphans = ", ".join(f"{v} {k}" for k, v in report.gpu_ops_orphaned.items()) or "none"
     host = f"{matched}/{report.host_ops} ({report.host_coverage:.1%}): {strategies}"
     rows = [
-        ("host ops matched", host),
+        ("host ops matched (verified)", host),
         ("Kineto CPU ops", str(report.kineto_cpu_ops)),
         ("GPU ops linked", f"{report.gpu_ops_linked}/{in_window} ({report.gpu_coverage:.1%}), "
          f"{report.gpu_ops_linked_by_external_id} by External id"),
         ("GPU ops orphaned", orphans),
+        ("rejected matches", ", ".join(f"{k} {v}" for k, v in report.rejected.items()) or "none"),
+        ("contradictions", ", ".join(f"{k} {v}" for k, v in report.contradictions.items())
+         or "none"),
+        ("on other threads", str(report.host_ops_on_other_threads)),
         ("GPU ops outside window", str(report.gpu_ops_outside_window)),
         ("streams", ", ".join(map(str, report.streams)) or "none"),
         ("edges", ", ".join(f"{k} {v}" for k, v in report.edges.items()) or "none"),
@@ -56,6 +60,15 @@ def missing_parts(report: LinkReport) -> list[str]:
 
 
 def check_coverage(report: LinkReport, min_host: float, min_gpu: float) -> None:
+    """``--strict``: coverage at least the thresholds, no rejected match and no evidence
+    contradicting the measured times."""
+    if report.contradiction_count or report.rejected:
+        found = {
+            **report.contradictions,
+            **{f"rejected {k}": v for k, v in report.rejected.items()},
+        }
+        shown = ", ".join(f"{kind} {count}" for kind, count in found.items())
+        raise CoverageError(f"--strict: the link contradicts the measured times ({shown})")
     if report.host_coverage < min_host or report.gpu_coverage < min_gpu:
         raise CoverageError(
             f"coverage below --strict thresholds: host ops {report.host_coverage:.2%} "
