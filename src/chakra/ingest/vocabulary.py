@@ -159,6 +159,16 @@ BLOCKING_MEMCPY_APIS = frozenset(
      "hipMemcpy", "hipMemcpyPeer", "hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyDtoD"}
 )  # fmt: skip
 
+#: Kineto names a GPU copy by its kind and its two ends (CUPTI's memory kinds), e.g.
+#: ``Memcpy HtoD (Pageable -> Device)``, ``Memcpy DtoH (Device -> Pinned)``.
+PAGEABLE_MEMORY = "Pageable"
+
+
+def copies_pageable_memory(gpu_op_name: str) -> bool:
+    """Whether a GPU copy's name says one of its ends is pageable host memory: the call
+    that enqueued it (even ``cudaMemcpyAsync``) blocks the calling thread."""
+    return PAGEABLE_MEMORY in gpu_op_name
+
 
 def runtime_kind(name: str) -> RuntimeKind:
     """Classify a ``cuda_runtime``/``cuda_driver`` event by its API name."""
