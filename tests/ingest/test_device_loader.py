@@ -132,9 +132,69 @@ def test_string_ids_are_coerced(tmp_path: Path) -> None:
     assert (event.external_id, event.args.ev_idx) == (12, 3)
 
 
-def test_empty_trace_loads(tmp_path: Path) -> None:
-    trace = load_device_trace(write(tmp_path / "k.json", kineto([])))
-    assert trace.cpu_ops == () and trace.category_counts == ()
+def test_a_trace_without_recognised_events_is_an_error(tmp_path: Path) -> None:
+    empty = write(tmp_path / "empty.json", kineto([]))
+    assert_one_line_error(load_device_trace, empty, "empty.json: no recognised Kineto events "
+                          "(the trace has no events)", TraceFormatError)  # fmt: skip
+    foreign = [op("a", 1, cat="Foo"), op("b", 2, cat="Bar"), op("c", 3, cat="Foo"),
+               {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}]  # fmt: skip
+    path = write(tmp_path / "x.json", kineto(foreign))
+    expected = "x.json: no recognised Kineto events (categories seen: Foo 2, (no cat) 1, Bar 1)"
+    assert_one_line_error(load_device_trace, path, expected, TraceFormatError)
+
+
+def test_a_trace_with_only_a_cpu_op_loads(tmp_path: Path) -> None:
+    trace = load_device_trace(write(tmp_path / "k.json", kineto([op("x", 1, cat="Trace"),
+                                                                 op("y", 2)])))  # fmt: skip
+    assert [e.name for e in trace.cpu_ops] == ["y"]
+
+
+def legacy_event(cat: str, name: str, ts: int, dur: int, **args: Any) -> dict[str, Any]:
+    """An event as a 2021 Kineto wrote it: GPU events on pid 0 with a "stream N" tid."""
+    gpu = cat in ("Kernel", "Memcpy", "Memset")
+    return {"ph": "X", "cat": cat, "name": name, "pid": 0 if gpu else 4242,
+            "tid": "stream 7" if gpu else "4243", "ts": ts, "dur": dur, "args": args}  # fmt: skip
+
+
+def test_a_2021_kineto_trace_loads_with_todays_categories(tmp_path: Path) -> None:
+    gpu = {"stream": 7, "device": 0}
+    events = [
+        legacy_event("Trace", "PyTorch Profiler (0)", 0, 600),
+        legacy_event("Operator", "ProfilerStep#1", 50, 400, **{"External id": 1}),
+        legacy_event("Operator", "aten::to", 100, 60, **{"External id": 2}),
+        legacy_event("Runtime", "cudaMemcpyAsync", 110, 20, correlation=11, **{"external id": 2}),
+        legacy_event("Memcpy", "Memcpy HtoD (Pageable -> Device)", 135, 10, correlation=11,
+                     **gpu, **{"external id": 2}),
+        legacy_event("Operator", "aten::mm", 200, 100, **{"External id": 3}),
+        legacy_event("Runtime", "cudaLaunchKernel", 210, 5, correlation=12, **{"external id": 3}),
+        legacy_event("Kernel", "gemm", 220, 30, correlation=12, grid=[1, 1, 1], **gpu,
+                     **{"external id": 3}),
+        legacy_event("Runtime", "cudaMemsetAsync", 260, 4, correlation=13, **{"external id": 3}),
+        legacy_event("Memset", "Memset (Device)", 270, 2, correlation=13, **gpu,
+                     **{"external id": 3}),
+        legacy_event("User Annotation", "forward", 190, 120),
+        legacy_event("Python", "train.py(10): step", 40, 500),
+    ]  # fmt: skip
+    trace = load_device_trace(write(tmp_path / "old.json", kineto(events)))
+    assert [(e.name, e.category, e.external_id) for e in trace.cpu_ops] == [
+        ("aten::to", "cpu_op", 2),
+        ("forward", "user_annotation", None),
+        ("aten::mm", "cpu_op", 3),
+    ]
+    assert [s.number for s in trace.steps] == [1]
+    assert [(e.name, e.category, e.correlation, e.external_id) for e in trace.runtime_calls] == [
+        ("cudaMemcpyAsync", "cuda_runtime", 11, 2),
+        ("cudaLaunchKernel", "cuda_runtime", 12, 3),
+        ("cudaMemsetAsync", "cuda_runtime", 13, 3),
+    ]
+    assert [(e.category, e.correlation, e.external_id, e.stream) for e in trace.gpu_ops] == [
+        ("gpu_memcpy", 11, 2, 7),
+        ("kernel", 12, 3, 7),
+        ("gpu_memset", 13, 3, 7),
+    ]
+    assert dict(trace.category_counts) == {"Trace": 1, "Operator": 3, "Runtime": 3, "Memcpy": 1,
+                                           "Kernel": 1, "Memset": 1, "User Annotation": 1,
+                                           "Python": 1}  # fmt: skip
 
 
 BAD_DOCUMENTS: dict[str, tuple[Any, str]] = {

@@ -153,6 +153,32 @@ def decode_args(decoder: ArgsDecoder, raw: msgspec.Raw) -> Any:
         return decoder.lenient(raw)
 
 
+class _OldExternalId(msgspec.Struct, gc=False):
+    value: Optional[int] = field(default=None, name="external id")
+
+
+_decode_old_external_id = msgspec.json.Decoder(_OldExternalId, strict=False).decode
+
+
+def legacy_args_decoder(decoder: ArgsDecoder) -> ArgsDecoder:
+    """``decoder`` for the events of an older Kineto (categories ``Runtime``, ``Kernel``,
+    ``Memcpy``...), which write the external id of runtime calls and GPU ops as
+    ``external id``, in lower case (their operators keep ``External id``); the
+    ``correlation`` key is the same. Always lenient: these traces are small, and the
+    lower-case key would make every strict decode fail."""
+    lenient = decoder.lenient
+
+    def decode(raw: msgspec.Raw) -> Any:
+        args = lenient(raw)
+        if args.external_id is None:
+            old = _decode_old_external_id(raw).value
+            if old is not None:
+                return msgspec.structs.replace(args, external_id=old)
+        return args
+
+    return ArgsDecoder(decode, decode)
+
+
 class LabelArgs(msgspec.Struct, gc=False):
     """The ``args`` of a metadata (``M``) event: only its ``name`` is read."""
 

@@ -23,8 +23,10 @@ from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.device_args import (
     COMPACT_ARGS,
     NO_ARGS,
+    ArgsDecoder,
     LabelArgs,
     args_decoder,
+    legacy_args_decoder,
 )
 from chakra.ingest.device_flows import FlowColumns
 from chakra.ingest.device_model import (
@@ -47,6 +49,7 @@ from chakra.ingest.vocabulary import (
     PROFILER_STEP_PREFIX,
     RUNTIME_CATEGORIES,
     Category,
+    modern_category,
 )
 
 logger = logging.getLogger(__name__)
@@ -61,6 +64,7 @@ _NO_KEYS = msgspec.Raw(b"{}")
 _STRICT_TRIES = 32
 _START = attrgetter("ts_us")
 _DURATION = attrgetter("dur_us")
+_UNSEEN = object()  # a category not yet looked up in the routing table
 
 
 class _RawKinetoTrace(msgspec.Struct, gc=False):
@@ -93,7 +97,7 @@ _DECODER = msgspec.json.Decoder(_RawKinetoTrace, strict=False)
 _PHASES = ("", "X", "B", "E", "i", "I", "s", "t", "f", "M", "C", "b", "n", "e", "P", "O", "N", "D")
 _CATEGORIES = tuple(dict.fromkeys((
     "", *(v for k, v in vars(Category).items() if not k.startswith("_")), "Trace",
-    "cuda_profiler_range", "overhead", "Runtime", "Kernel", "Memcpy", "Memset",
+    "cuda_profiler_range", "overhead", "Operator", "Runtime", "Kernel", "Memcpy", "Memset",
     "cpu_instant_event",
 )))  # fmt: skip
 
@@ -179,10 +183,11 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
         Category.GPU_USER_ANNOTATION: groups["gpu_annotation"],
         Category.AC2G: None,  # flows: stored by column
     }
-    targets = {
+    targets: dict[str, Optional[tuple]] = {
         category: (category, bucket, *_ARGS_DECODERS.get(category, _FULL_ARGS_DECODER))
         for category, bucket in route.items()
     }
+    aliases: dict[str, str] = {}  # older or other-case category names met -> today's
     cpu = groups["cpu"]
     steps: list[ProfilerStep] = []
     thread_names = []
@@ -216,7 +221,9 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
                     if label is not None:
                         thread_names.append((event.pid, event.tid, label))
                 continue
-            target = targets.get(category)
+            target = targets.get(category, _UNSEEN)
+            if target is _UNSEEN:
+                target = targets[category] = _alias_target(targets, category, aliases)
             if target is None:
                 continue
             category, bucket, decode_args, lenient = target
@@ -250,6 +257,11 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
     del raw_events, shared
     if timing_error is not None:
         raise timing_error
+    if not (cpu or steps or groups["runtime"] or groups["gpu"]):
+        raise _nothing_recognised(path, counts)
+    if aliases:
+        renamed = ", ".join(f"{old} -> {new}" for old, new in sorted(aliases.items()))
+        logger.info("%s: category names of an older Kineto read as today's: %s", path, renamed)
     return DeviceTrace(
         path=str(path),
         cpu_ops=_sorted_by_start(groups["cpu"]),
@@ -267,6 +279,31 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
         base_time_ns=raw.base_time_ns,
         schema_version=raw.schema_version,
     )
+
+
+def _alias_target(
+    targets: dict[str, Optional[tuple]], category: str, aliases: dict[str, str]
+) -> Optional[tuple]:
+    """The routing of ``category`` when it is another spelling of a routed category
+    (:func:`~chakra.ingest.vocabulary.modern_category`), its args decoded the older way;
+    None when it is not routed. Records the alias in ``aliases``."""
+    modern = modern_category(category)
+    routed = targets.get(modern) if modern is not None and modern != category else None
+    if routed is None:
+        return None
+    aliases[category] = modern  # type: ignore[assignment]
+    name, bucket, strict, lenient = routed
+    return (name, bucket, *legacy_args_decoder(ArgsDecoder(strict, lenient)))
+
+
+def _nothing_recognised(path: PathLike, counts: dict[str, int]) -> TraceFormatError:
+    """No CPU op, runtime call or GPU op: say which categories the file did hold."""
+    if not counts:
+        return TraceFormatError(path, "no recognised Kineto events (the trace has no events)")
+    seen = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{name or '(no cat)'} {n}" for name, n in seen[:10])
+    more = f" and {len(seen) - 10} more" if len(seen) > 10 else ""
+    return TraceFormatError(path, f"no recognised Kineto events (categories seen: {shown}{more})")
 
 
 def _event_error(

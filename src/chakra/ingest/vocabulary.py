@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Optional
 
 # --- Host execution trace -------------------------------------------------------------------
 
@@ -62,6 +63,28 @@ class GpuOpKind(str, enum.Enum):
 
 
 GPU_OP_CATEGORIES = frozenset(kind.value for kind in GpuOpKind)
+_CATEGORY_NAMES = frozenset(v for k, v in vars(Category).items() if not k.startswith("_"))
+#: Category names of Kineto traces from before its late-2021 renaming (PyTorch 1.8-1.10,
+#: e.g. the TensorBoard plugin's test traces), lower-cased: the category each means today.
+#: ``Kernel`` and ``User annotation`` need no entry: lower-cased, with ``_`` for spaces,
+#: they are today's names.
+LEGACY_CATEGORIES: Mapping[str, str] = {
+    "operator": Category.CPU_OP,
+    "runtime": Category.CUDA_RUNTIME,
+    "memcpy": Category.GPU_MEMCPY,
+    "memset": Category.GPU_MEMSET,
+}
+
+
+def modern_category(name: str) -> Optional[str]:
+    """Today's category for a ``cat`` written in another case or by an older Kineto
+    (``Runtime`` -> ``cuda_runtime``, ``User annotation`` -> ``user_annotation``); None for
+    a name that is neither (``Trace``, ``Python``...)."""
+    lowered = name.lower().replace(" ", "_")
+    if lowered in _CATEGORY_NAMES:
+        return lowered
+    return LEGACY_CATEGORIES.get(lowered)
+
 
 # --- CUDA / HIP runtime and driver APIs -------------------------------------------------------
 
@@ -135,6 +158,16 @@ BLOCKING_MEMCPY_APIS = frozenset(
      "cudaMemcpyPeer", "cuMemcpy", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2",
      "hipMemcpy", "hipMemcpyPeer", "hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyDtoD"}
 )  # fmt: skip
+
+#: Kineto names a GPU copy by its kind and its two ends (CUPTI's memory kinds), e.g.
+#: ``Memcpy HtoD (Pageable -> Device)``, ``Memcpy DtoH (Device -> Pinned)``.
+PAGEABLE_MEMORY = "Pageable"
+
+
+def copies_pageable_memory(gpu_op_name: str) -> bool:
+    """Whether a GPU copy's name says one of its ends is pageable host memory: the call
+    that enqueued it (even ``cudaMemcpyAsync``) blocks the calling thread."""
+    return PAGEABLE_MEMORY in gpu_op_name
 
 
 def runtime_kind(name: str) -> RuntimeKind:

@@ -1,4 +1,7 @@
-"""Link many ranks: pair host and device files by rank, run ranks in worker processes."""
+"""Link many ranks: pair host and device files by rank, run ranks in worker processes.
+
+A Kineto trace's rank is the one it records (``distributedInfo.rank``), else the one its
+name carries; a host ET records none, so its name's serves (rules: :func:`rank_in_name`)."""
 
 from __future__ import annotations
 
@@ -6,21 +9,25 @@ import logging
 import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import msgspec
 
 from chakra.errors import ChakraError, PathLike
 from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest import load_device_trace, load_host_trace
+from chakra.ingest.detect import peek_rank
 from chakra.link.et_plus import write_et_plus
 from chakra.link.linker import link_traces
 from chakra.link.model import LinkOptions, LinkReport
 from chakra.link.report import check_coverage, missing_parts
 
 logger = logging.getLogger(__name__)
-_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+_NAMED_RANK = re.compile(r"(?<![a-z])(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+")
 TRACE_SUFFIXES = (".json", ".json.gz")
+#: A number in a file name with more digits than this is a timestamp or pid, not a rank.
+MAX_RANK_DIGITS = 6
 
 
 class Coverage(msgspec.Struct, frozen=True):
@@ -56,33 +63,86 @@ def link_files(
     return linked.report
 
 
-def rank_of(path: Path) -> Optional[int]:
-    """The rank a file name carries: its last number (``rank3.kineto.json`` -> 3)."""
-    name = path.name
+def _stem(name: str) -> str:
     for suffix in TRACE_SUFFIXES:
         if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    match = _LAST_NUMBER.search(name)
-    return int(match.group(1)) if match else None
+            return name[: -len(suffix)]
+    return name
+
+
+def named_rank(name: str) -> Optional[int]:
+    """The rank a file name states: ``rankN``, ``workerN``, ``rank-N`` or ``rank_N`` (any
+    case; the last such mention); None when it states none."""
+    found = _NAMED_RANK.findall(_stem(name))
+    return int(found[-1]) if found else None
+
+
+def rank_in_name(name: str) -> Optional[int]:
+    """The rank a file name carries: :func:`named_rank`, else its last number of at most
+    :data:`MAX_RANK_DIGITS` digits (a longer one is a timestamp or a process id, as in
+    PyTorch's ``worker3_step_12.1694128201553.pt.trace.json``); None when neither."""
+    named = named_rank(name)
+    if named is not None:
+        return named
+    short = [n for n in _NUMBER.findall(_stem(name)) if len(n) <= MAX_RANK_DIGITS]
+    return int(short[-1]) if short else None
+
+
+def host_rank(path: Location) -> int:
+    """The rank of a host ET, which records none: from its name (:func:`rank_in_name`)."""
+    rank = rank_in_name(name_of(path))
+    if rank is None:
+        raise ChakraError(f"{path}: no rank in the name of this host trace (expected rankN, "
+                          f"workerN or a number of at most {MAX_RANK_DIGITS} digits)")  # fmt: skip
+    return rank
+
+
+def device_rank(path: Location) -> int:
+    """The rank of a Kineto trace: the ``distributedInfo.rank`` it records, read without
+    loading it (:func:`~chakra.ingest.detect.peek_rank`), else its name's
+    (:func:`rank_in_name`). A gzip file is inflated to its end only when its head lacks the
+    key and its name states no rank. A name that disagrees with the trace is warned about."""
+    named = named_rank(name_of(path))
+    recorded = peek_rank(path, whole_gzip=named is None)
+    if recorded is not None:
+        if named is not None and named != recorded:
+            logger.warning("%s: the name says rank %d, the trace's distributedInfo %d: using %d",
+                           path, named, recorded, recorded)  # fmt: skip
+        return recorded
+    rank = rank_in_name(name_of(path))
+    if rank is None:
+        raise ChakraError(f"{path}: no rank: no distributedInfo.rank in the trace, and no "
+                          f"rankN, workerN or number of at most {MAX_RANK_DIGITS} digits in "
+                          "its name")  # fmt: skip
+    return rank
+
+
+def files_by_rank(
+    folder: Location, files: list[Location], rank_of: Callable[[Location], int]
+) -> dict[int, Location]:
+    """``files`` by their rank (``rank_of``); two files of one rank are an error naming both."""
+    by_rank: dict[int, Location] = {}
+    for path in files:
+        rank = rank_of(path)
+        if rank in by_rank:
+            raise ChakraError(f"{folder}: two files for rank {rank}: "
+                              f"{name_of(by_rank[rank])}, {name_of(path)}")  # fmt: skip
+        by_rank[rank] = path
+    return by_rank
 
 
 def pair_by_rank(host_dir: Location, device_dir: Location) -> list[tuple[int, Any, Any]]:
     """(rank, host file, device file) for every rank present in both folders (local paths or
-    URLs), paired by the last number in their names."""
+    URLs): host ETs by the rank in their names, Kineto traces by the rank they record (see
+    :func:`host_rank`, :func:`device_rank`). Host files without a rank in their name are
+    left out; a Kineto file without any rank is an error."""
 
-    def by_rank(folder: Location) -> dict[int, Location]:
-        files: dict[int, Location] = {}
-        for path in list_folder(folder):
-            name = name_of(path)
-            rank = rank_of(Path(name)) if name.endswith(TRACE_SUFFIXES) else None
-            if rank is not None:
-                if rank in files:
-                    raise ChakraError(f"{folder}: two files for rank {rank}: "
-                                      f"{name_of(files[rank])}, {name}")  # fmt: skip
-                files[rank] = path
-        return files
+    def traces(folder: Location) -> list[Location]:
+        return [p for p in list_folder(folder) if name_of(p).endswith(TRACE_SUFFIXES)]
 
-    hosts, devices = by_rank(host_dir), by_rank(device_dir)
+    named_hosts = [p for p in traces(host_dir) if rank_in_name(name_of(p)) is not None]
+    hosts = files_by_rank(host_dir, named_hosts, host_rank)
+    devices = files_by_rank(device_dir, traces(device_dir), device_rank)
     if not hosts or not devices:
         raise ChakraError(f"no rank-numbered .json/.json.gz traces in {host_dir} and {device_dir}")
     unpaired = sorted(set(hosts) ^ set(devices))

@@ -10,7 +10,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent
-from chakra.ingest.vocabulary import BLOCKING_MEMCPY_APIS, RuntimeKind, SyncKind, runtime_kind
+from chakra.ingest.vocabulary import (
+    BLOCKING_MEMCPY_APIS,
+    RuntimeKind,
+    SyncKind,
+    copies_pageable_memory,
+    runtime_kind,
+)
 from chakra.link.model import Edge, EdgeKind, GpuNode, Number
 from chakra.link.nesting import ThreadNesting
 
@@ -90,7 +96,7 @@ def event_wait_edges(
 def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes) -> list:
     kind = runtime_kind(call.name)
     instant = call.ts_us or 0
-    if call.name in BLOCKING_MEMCPY_APIS:
+    if kind is RuntimeKind.MEMCPY:  # a copy the call waits for (see _waits_for_its_copy)
         node = by_correlation.get(call.correlation)
         return [node] if node is not None else []
     if kind is RuntimeKind.SYNC_STREAM and sync is not None and sync.stream not in (None, -1):
@@ -111,6 +117,23 @@ def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes) 
     return [node for node in found if node is not None]
 
 
+def _waits_for_its_copy(call: KinetoEvent, by_correlation: Mapping[int, GpuNode]) -> bool:
+    """Whether a copy call returns only once its GPU copy is done: a blocking ``cudaMemcpy``
+    (and relatives), or any copy call, ``cudaMemcpyAsync`` included, whose GPU copy (same
+    correlation) is from or to pageable host memory.
+
+    Only a copy *to* pageable memory (DtoH) truly waits for the copy to complete; one *from*
+    pageable memory (HtoD) returns once the driver has staged the data into a pinned buffer,
+    which may be before the copy ends. Both are taken as waiting for the copy itself: the
+    trace does not show when staging ends, and the copy's end bounds it."""
+    if call.name in BLOCKING_MEMCPY_APIS:
+        return True
+    if runtime_kind(call.name) is not RuntimeKind.MEMCPY:
+        return False
+    node = by_correlation.get(call.correlation)  # type: ignore[arg-type]
+    return node is not None and copies_pageable_memory(node.event.name)
+
+
 def host_sync_edges(
     device: DeviceTrace,
     index: StreamIndex,
@@ -120,15 +143,16 @@ def host_sync_edges(
     notes: list[str],
 ) -> list[Edge]:
     """GPU op -> the host op that could only run after it: for each synchronising call
-    (device, stream and event synchronize; blocking cudaMemcpy), the last op launched before
-    it on each stream it waits for -> the next host op on the calling thread after the call
-    (None when nothing follows). ``via`` is the synchronising call."""
+    (device, stream and event synchronize; a copy call that waits for its copy, see
+    :func:`_waits_for_its_copy`), the last op launched before it on each stream it waits
+    for (for a copy: the copy itself) -> the next host op on the calling thread after the
+    call (None when nothing follows). ``via`` is the synchronising call."""
     syncs = {s.args.correlation: s for s in device.cuda_syncs if s.args.correlation is not None}
     by_correlation = {n.event.correlation: n for n in gpu_nodes if n.event.correlation is not None}
     kinds = (RuntimeKind.SYNC_DEVICE, RuntimeKind.SYNC_STREAM, RuntimeKind.SYNC_EVENT)
     edges = []
     for call in device.runtime_calls:
-        if runtime_kind(call.name) not in kinds and call.name not in BLOCKING_MEMCPY_APIS:
+        if runtime_kind(call.name) not in kinds and not _waits_for_its_copy(call, by_correlation):
             continue
         sources = _sync_sources(call, syncs.get(call.correlation), index, calls,
                                 by_correlation, notes)  # fmt: skip

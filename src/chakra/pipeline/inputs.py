@@ -3,42 +3,76 @@ host traces and a folder of device traces. Folders may be URLs (``s3://bucket/jo
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
+import logging
+import re
 
 from chakra.errors import ChakraError
 from chakra.fileio.location import Location, list_folder, name_of
-from chakra.link.batch import TRACE_SUFFIXES, pair_by_rank, rank_of
+from chakra.ingest.detect import TraceKind, peek_kind
+from chakra.link.batch import TRACE_SUFFIXES, device_rank, files_by_rank, host_rank, pair_by_rank
 from chakra.pipeline.run import RankFiles
 
+logger = logging.getLogger(__name__)
+#: PyTorch's ``tensorboard_trace_handler`` names Kineto traces ``<worker>.<ms>.pt.trace.json``.
+PROFILER_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+# "et" as a word of a name (worker0.et.json, rank_et_3.json), not inside one (kineto)
+_ET_WORD = re.compile(r"(?<![a-z])et(?![a-z])", re.IGNORECASE)
 
-def _rank(path: Location) -> Optional[int]:
-    return rank_of(Path(name_of(path)))
+
+def is_device_name(name: str) -> bool:
+    """Named like a Kineto trace: ``*kineto*.json[.gz]`` or ``*.pt.trace.json[.gz]``."""
+    return name.endswith(PROFILER_SUFFIXES) or (
+        "kineto" in name.lower() and name.endswith(TRACE_SUFFIXES)
+    )
+
+
+def is_host_name(name: str) -> bool:
+    """Named like it may be a host ET: ``host`` or the word ``et`` in a ``.json[.gz]`` name
+    that is not a Kineto trace's or one of our ET+ (``rank0.et_plus.json``)."""
+    if not name.endswith(TRACE_SUFFIXES) or is_device_name(name) or "et_plus" in name:
+        return False
+    return "host" in name.lower() or _ET_WORD.search(name) is not None
+
+
+def _host_traces(candidates: list[Location]) -> list[Location]:
+    """The candidates whose content is a host ET (its head's keys say so); any other is left
+    out with a warning naming what it is."""
+    hosts = []
+    for path in candidates:
+        kind = peek_kind(path)
+        if kind is TraceKind.HOST_ET:
+            hosts.append(path)
+        else:
+            what = kind.value if kind is not None else "no trace recognised"
+            logger.warning("%s: named like a host execution trace but is not one (%s): skipped",
+                           path, what)  # fmt: skip
+    return hosts
 
 
 def ranks_in_folder(folder: Location) -> list[RankFiles]:
-    """Host and device traces of every rank in one folder, by name: ``*host*``/``*kineto*``
-    (ours), or ``chakra_host_et_<r>``/``kineto_<r>`` (the reference's)."""
+    """Host and device traces of every rank in one folder. Kineto traces by name
+    (:func:`is_device_name`: ours, the reference's ``kineto_<r>``, PyTorch's
+    ``*.pt.trace.json``), ranked by the rank they record; host ETs by name
+    (:func:`is_host_name`) and content, ranked by their names (rules in
+    :mod:`chakra.link.batch`)."""
     listed = [(name_of(p), p) for p in list_folder(folder)]
-    hosts = [p for name, p in listed if "host" in name and name.endswith(TRACE_SUFFIXES)]
-    devices = [p for name, p in listed if "kineto" in name and name.endswith(TRACE_SUFFIXES)]
-    by_rank = {_rank(p): p for p in devices}
+    devices = [p for name, p in listed if is_device_name(name)]
+    hosts = _host_traces([p for name, p in listed if is_host_name(name)])
+    by_rank = files_by_rank(folder, devices, device_rank)
     ranks = []
-    for host in hosts:
-        rank = _rank(host)
+    for rank, host in sorted(files_by_rank(folder, hosts, host_rank).items()):
         if rank not in by_rank:
             raise ChakraError(f"{folder}: rank {rank} has {name_of(host)} but no Kineto trace")
-        ranks.append(RankFiles(rank, host, by_rank.pop(rank)))  # type: ignore[arg-type]
+        ranks.append(RankFiles(rank, host, by_rank.pop(rank)))
     if by_rank:
-        raise ChakraError(
-            f"{folder}: ranks {sorted(by_rank)} have a Kineto trace but no host trace"  # type: ignore[type-var]
-        )
+        unpaired = sorted(by_rank)
+        raise ChakraError(f"{folder}: ranks {unpaired} have a Kineto trace but no host trace")
     if not ranks:
         raise ChakraError(f"{folder}: no host/Kineto trace pairs found")
-    return sorted(ranks, key=lambda r: r.rank)
+    return ranks
 
 
 def ranks_in_folders(host_dir: Location, device_dir: Location) -> list[RankFiles]:
     """Every rank present in both a folder of host traces and one of Kineto traces, paired
-    by the last number in their names."""
+    by rank (:func:`chakra.link.batch.pair_by_rank`)."""
     return [RankFiles(*pair) for pair in pair_by_rank(host_dir, device_dir)]
