@@ -183,7 +183,9 @@ def _named(op: HostOp, by_backend: dict[int, ProcessGroup], canonical: dict[int,
 def _addresses_in_table(
     ops: tuple[HostOp, ...], groups: tuple[ProcessGroup, ...], addresses: set[int]
 ) -> dict[int, str]:
-    """Addresses whose (size, this rank's place) fit exactly one group of the table."""
+    """Addresses whose (size, this rank's place) fit groups of the table: each takes one,
+    groups that fit alike (same size and members) going in table order to addresses in
+    order of first use."""
 
     def members(group: ProcessGroup) -> tuple[int, ...]:
         return group.ranks or tuple(range(group.group_size or 0))
@@ -204,11 +206,14 @@ def _addresses_in_table(
                 rank = comm.pg_rank
     if rank is None:
         return {}
-    found = {}
-    for address, (size, place) in places.items():
-        fits = [
-            g.pg_name for g, m in listed if len(m) == size and place < size and m[place] == rank
-        ]
-        if len(fits) == 1:
-            found[address] = fits[0]
+    by_fit: dict[tuple[str, ...], list[int]] = {}
+    for address, (size, place) in places.items():  # in order of first use
+        fits = tuple(
+            g.pg_name for g, m in listed if len(m) == size and m[place : place + 1] == (rank,)
+        )
+        by_fit.setdefault(fits, []).append(address)
+    found: dict[int, str] = {}
+    for fits, same in by_fit.items():
+        if len(same) <= len(fits):  # groups alike in size and members: in table order
+            found.update(zip(same, fits))
     return found
