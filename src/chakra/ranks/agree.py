@@ -182,6 +182,8 @@ def _align(pg: str, by_rank: dict[int, list[CommRecord]], fills: dict, disagreem
                 if kind == record.kind:
                     comm_type = value
                     counts["comm types filled from peers"] += 1
+                else:  # a point-to-point on the peers: send or recv, the node cannot say
+                    counts["guessed comm types left (peers: point-to-point)"] += 1
             if not record.size and known_sizes:
                 size = next(iter(known_sizes))
                 counts["comm sizes filled from peers"] += 1
