@@ -68,7 +68,8 @@ def test_cross_rank_mismatch_detected(tmp_path: Path) -> None:
     results = [check_file(p, ValidationOptions()) for p in (rank0, rank1)]
     (mismatch,) = cross_rank_mismatches(results)
     assert mismatch.pg == "0" and "operation #2" in mismatch.message
-    assert "comm_size=128" in mismatch.message and "comm_size=256" in mismatch.message
+    assert "rank 0: node 1 'coll1' comm_type 2, 128 bytes" in mismatch.message
+    assert "rank 1: node 1 'coll1' comm_type 2, 256 bytes" in mismatch.message
     result = validate("--json", rank0, rank1)
     assert result.returncode == 1
     report = json.loads(result.stdout)
@@ -82,6 +83,15 @@ def test_cross_rank_count_difference_and_agreement(tmp_path: Path) -> None:
     rank2 = write(tmp_path / "r2.et", [coll(3, 0, 64), comp(4), coll(9, 0, 64)])
     results = [check_file(p, ValidationOptions()) for p in (rank0, rank1, rank2)]
     (mismatch,) = cross_rank_mismatches(results)
-    assert "has 2 communication nodes" in mismatch.message
+    assert "rank 0: 2 communication nodes; rank 1: 1 communication nodes" in mismatch.message
     assert cross_rank_mismatches([results[0], results[2]]) == []
     assert validate(rank0, rank2).returncode == 0
+
+
+def test_groups_on_one_file_only_are_said_not_compared(tmp_path: Path) -> None:
+    rank0 = write(tmp_path / "r0.et", [coll(0, 0, 64, pg="1")])
+    rank1 = write(tmp_path / "r1.et", [coll(0, 2, 64, pg="2")])
+    result = validate(rank0, rank1)
+    assert result.returncode == 0
+    assert "no process group is used by two files: nothing compared" in result.stdout
+    assert "used by one file only, not compared: 1, 2" in result.stdout

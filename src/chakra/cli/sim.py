@@ -13,6 +13,7 @@ import msgspec
 
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.fileio import atomic_output
+from chakra.ranks.files import simulate_agreed
 from chakra.simulate.analysis import (
     ScaleRule,
     critical_path,
@@ -23,7 +24,7 @@ from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.plot import plot_utilisation
 from chakra.simulate.result import RankResult, rank_results
-from chakra.simulate.run import chrome_trace, simulate_files
+from chakra.simulate.run import chrome_trace
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,7 +82,7 @@ def _what_if(
 def _simulate(args: argparse.Namespace) -> None:
     rules = [ScaleRule.parse(text) for text in args.scale]
     network = NetworkModel.parse(args.network) if args.network else None
-    engine = simulate_files(args.paths, args.serialize_gpu)
+    engine = simulate_agreed(args.paths, args.serialize_gpu)
     log_reference_lines(engine)
     results = rank_results(engine)
     paths = [critical_path(engine, r) for r in range(len(results))]

@@ -14,8 +14,9 @@ from chakra.et.validate import ValidationOptions
 from chakra.tools.validate import (
     ValidationFailedError,
     check_file,
-    cross_rank_mismatches,
+    cross_rank,
     format_text,
+    mismatches_of,
     to_json,
 )
 
@@ -44,11 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _validate(args: argparse.Namespace) -> None:
     options = ValidationOptions(require_streams=args.require_streams)
     results = [check_file(path, options) for path in args.files]
-    mismatches = cross_rank_mismatches(results) if len(results) > 1 else []
+    agreement = cross_rank(results)
+    mismatches = mismatches_of(agreement, results) if len(results) > 1 else []
     if args.json:
-        print(json.dumps(to_json(results, mismatches), indent=1))
+        print(json.dumps(to_json(results, mismatches, agreement), indent=1))
     else:
-        print("\n".join(format_text(results, mismatches)))
+        print("\n".join(format_text(results, mismatches, agreement=agreement)))
     failed = sum(not r.ok for r in results)
     if failed or mismatches:
         parts = []

@@ -26,7 +26,9 @@ HOST_COMM_PREFIXES = ("c10d::", "gloo:")
 
 
 class Classified(msgspec.Struct, frozen=True, gc=False):
-    """What a node becomes. ``comm_type`` for collectives; ``comm_size`` in bytes."""
+    """What a node becomes. ``comm_type`` for collectives; ``comm_size`` in bytes (0:
+    unknown); ``type_guessed``: nothing named the communication, ``comm_type`` is a guess
+    (peers may know it: :mod:`chakra.ranks`); ``pg_size``: members of the group, if known."""
 
     node_type: NodeType
     is_cpu_op: bool
@@ -35,6 +37,8 @@ class Classified(msgspec.Struct, frozen=True, gc=False):
     pg_name: Optional[str] = None
     pg_ranks: Optional[tuple[int, ...]] = None
     process_groups: Optional[str] = None  # METADATA node: the group table as JSON text
+    type_guessed: bool = False
+    pg_size: Optional[int] = None
 
 
 def _is_comm_kernel(node: EtPlusNode) -> bool:
@@ -138,21 +142,30 @@ class Classifier:
     def _comm(self, node: EtPlusNode, is_cpu_op: bool) -> Classified:
         comms = self._record_param_comms(node)
         kind = self._kind(node, comms)
+        guessed = kind is None
         if kind is None:
             self.guesses[f"untyped communication op {node.name[:60]!r}: typed ALL_REDUCE"] += 1
             kind = CollectiveCommType.ALL_REDUCE
         size = self._size(node, comms)
+        if size == 0:
+            self.guesses["communication ops of unknown size: comm_size 0"] += 1
         pg_name = (comms.attr("pg_name") if comms else None) or node.pg_name or (
             node.collective.pg_name if node.collective else None)  # fmt: skip
+        if pg_name is None:
+            self.guesses["communication ops in no known process group: no pg_name"] += 1
         ranks = _ranks(node.collective.pg_ranks) if node.collective else None
+        pg_size = (comms.attr("pg_size") if comms else None) or (
+            node.collective.group_size if node.collective else None)  # fmt: skip
+        node_type = NodeType.COMM_COLL_NODE
         if isinstance(kind, PointToPoint):
             node_type = (
                 NodeType.COMM_SEND_NODE if kind is PointToPoint.SEND else NodeType.COMM_RECV_NODE
             )
-            return Classified(node_type, is_cpu_op, None, size,
-                              None if pg_name is None else str(pg_name), ranks)  # fmt: skip
-        return Classified(NodeType.COMM_COLL_NODE, is_cpu_op, kind, size,
-                          None if pg_name is None else str(pg_name), ranks)  # fmt: skip
+        return Classified(
+            node_type, is_cpu_op, None if isinstance(kind, PointToPoint) else kind, size,
+            None if pg_name is None else str(pg_name), ranks, type_guessed=guessed,
+            pg_size=pg_size if isinstance(pg_size, int) and pg_size > 0 else None,
+        )  # fmt: skip
 
     def _size(self, node: EtPlusNode, comms: Optional[EtPlusNode]) -> int:
         """Bytes of the input message: element count x dtype size from the host metadata,

@@ -129,6 +129,10 @@ def _comm_attrs(kind: Classified) -> bytes:
         add_attr(out, "pg_name", kind.pg_name)
     if kind.pg_ranks:
         add_attr(out, "pg_ranks", list(kind.pg_ranks), "int64_list")
+    if kind.pg_size:
+        add_attr(out, "pg_size", kind.pg_size)
+    if kind.type_guessed:
+        add_attr(out, "comm_type_guessed", True)
     return remember(_COMM_PIECES, kind, out.SerializeToString(), 1 << 12)  # attrs: field 10
 
 

@@ -71,7 +71,8 @@ def _typed(values: list, types: list, index: int, prefix: str) -> Any:
 def comm_attrs_from_inputs(inputs: OpArgs, outputs: OpArgs) -> CommAttrs:
     """CommAttrs from the positional inputs of ``record_param_comms`` (schemas 1.0.2-1.0.4).
 
-    1.0.2: [tensors, seq, pg id (Int), rank, collective name, in splits, out splits, size];
+    1.0.1 and 1.0.2: [tensors, seq, pg id (Int), rank, collective name, in splits, out
+    splits, size], the pg id being a backend id (1.0.2) or the group's address (1.0.1);
     1.0.3+: [tensors, seq, (pg name, pg desc), rank, collective name, in splits, out splits,
     global rank start, global rank stride, size]. ``wait`` records have no tensor list, so
     positions shift by one. Entries of unexpected type are skipped. Message sizes are the
@@ -89,7 +90,7 @@ def comm_attrs_from_inputs(inputs: OpArgs, outputs: OpArgs) -> CommAttrs:
     pg_name = str(pg[0]) if isinstance(pg, list) and pg else None
     pg_desc = str(pg[1]) if isinstance(pg, list) and len(pg) > 1 else None
     if pg_name is None and pg_id is not None:
-        pg_name = str(pg_id)
+        pg_name = str(pg_id)  # until name_groups names it
     modern = pg is not None
     in_elements = sum(t.num_elements for t in inputs.tensors())
     out_elements = sum(t.num_elements for t in outputs.tensors())
@@ -105,19 +106,114 @@ def comm_attrs_from_inputs(inputs: OpArgs, outputs: OpArgs) -> CommAttrs:
         pg_name=pg_name or None,
         pg_desc=pg_desc or None,
         seq=at(1, "Int"),
+        pg_address=pg_id if pg is None else None,
+        pg_rank=at(3, "Int"),
     )
 
 
-def resolve_backend_ids(ops: tuple[HostOp, ...], groups: tuple[ProcessGroup, ...]) -> tuple:
-    """Schema 1.0.2 names a collective's group by backend id; map it to the group's name."""
-    by_backend = {str(g.backend_id): g for g in groups if g.backend_id is not None}
-    if not by_backend:
-        return ops
-    resolved = []
+def name_groups(
+    ops: tuple[HostOp, ...], groups: tuple[ProcessGroup, ...]
+) -> tuple[tuple[HostOp, ...], list[str]]:
+    """Give every ``record_param_comms`` a group name that is the same on every rank, and
+    say what was guessed (notes, with counts).
+
+    - A group Int found among the ``## process_group:init ##`` table's backend ids (1.0.2)
+      takes that group's name and description.
+    - Any other Int is an address (1.0.1: the ProcessGroup object's, different on every
+      rank). With a table, an address whose size and this rank's place in it fit exactly
+      one listed group takes its name (the rank's global rank is its place in a group of
+      the world's size). The others are named ``"0"``, ``"1"``... by group size (largest
+      first: the world group, which every rank has, becomes ``"0"``), then order of first
+      use, after the table's numeric names. Sub-groups of one size (e.g. tensor-parallel
+      pairs) get the same name on every rank; ``chakra.ranks`` tells them apart across ranks.
+    - A record with no group at all joins the world group ``"0"``.
+    ``pg_address`` keeps the Int either way. O(ops).
+    """
+    by_backend = {g.backend_id: g for g in groups if g.backend_id is not None}
+    first_use: dict[int, tuple[int, int]] = {}  # address -> (-size, order of first use)
+    no_group = 0
     for op in ops:
-        group = by_backend.get(op.comm.pg_name) if op.comm and op.comm.pg_name else None
+        comm = op.comm
+        if comm is None:
+            continue
+        if comm.pg_address is not None and comm.pg_address not in by_backend:
+            size = comm.pg_size if isinstance(comm.pg_size, int) else 0
+            first_use.setdefault(comm.pg_address, (-size, len(first_use)))
+        elif comm.pg_name is None and comm.collective_name not in (None, "wait"):
+            no_group += 1
+    from_table = _addresses_in_table(ops, groups, set(first_use))
+    taken = [int(g.pg_name) for g in groups if g.pg_name.isdigit()]
+    base = max(taken) + 1 if taken else 0
+    ranked = sorted(set(first_use) - set(from_table), key=first_use.__getitem__)
+    canonical = {address: str(base + i) for i, address in enumerate(ranked)}
+    notes = []
+    if from_table:
+        notes.append(f"{len(from_table)} process groups named by address (1.0.1 style) were "
+                     "matched to the process_group:init table by size and rank")  # fmt: skip
+    if canonical:
+        listed = ", ".join(f"{hex(a)} -> {canonical[a]}" for a in ranked[:8])
+        notes.append(f"{len(canonical)} process groups named by address (1.0.1 style) were "
+                     f"identified by size and order of first use: {listed}")  # fmt: skip
+    canonical.update(from_table)
+    if no_group:
+        notes.append(f"{no_group} communication records name no process group: "
+                     "taken to be the world group '0'")  # fmt: skip
+    if not canonical and not no_group and not by_backend:
+        return ops, notes
+    return tuple(_named(op, by_backend, canonical) for op in ops), notes
+
+
+def _named(op: HostOp, by_backend: dict[int, ProcessGroup], canonical: dict[int, str]) -> HostOp:
+    comm = op.comm
+    if comm is None:
+        return op
+    if comm.pg_address is not None:
+        group = by_backend.get(comm.pg_address)
         if group is not None:
-            comm = msgspec.structs.replace(op.comm, pg_name=group.pg_name, pg_desc=group.pg_desc)
-            op = msgspec.structs.replace(op, comm=comm)
-        resolved.append(op)
-    return tuple(resolved)
+            comm = msgspec.structs.replace(comm, pg_name=group.pg_name, pg_desc=group.pg_desc)
+        else:
+            comm = msgspec.structs.replace(comm, pg_name=canonical[comm.pg_address])
+    elif comm.pg_name is None and comm.collective_name not in (None, "wait"):
+        comm = msgspec.structs.replace(comm, pg_name="0")
+    else:
+        return op
+    return msgspec.structs.replace(op, comm=comm)
+
+
+def _addresses_in_table(
+    ops: tuple[HostOp, ...], groups: tuple[ProcessGroup, ...], addresses: set[int]
+) -> dict[int, str]:
+    """Addresses whose (size, this rank's place) fit groups of the table: each takes one,
+    groups that fit alike (same size and members) going in table order to addresses in
+    order of first use."""
+
+    def members(group: ProcessGroup) -> tuple[int, ...]:
+        return group.ranks or tuple(range(group.group_size or 0))
+
+    listed = [(g, members(g)) for g in groups if members(g)]
+    if not listed or not addresses:
+        return {}
+    world = max(len(m) for _, m in listed)
+    places: dict[int, tuple[int, int]] = {}  # address -> (size, place)
+    rank = None
+    for op in ops:
+        comm = op.comm
+        if comm is None or comm.pg_address not in addresses:
+            continue
+        if isinstance(comm.pg_size, int) and isinstance(comm.pg_rank, int):
+            places.setdefault(comm.pg_address, (comm.pg_size, comm.pg_rank))
+            if comm.pg_size == world:
+                rank = comm.pg_rank
+    if rank is None:
+        return {}
+    by_fit: dict[tuple[str, ...], list[int]] = {}
+    for address, (size, place) in places.items():  # in order of first use
+        fits = tuple(
+            g.pg_name for g, m in listed if len(m) == size and m[place : place + 1] == (rank,)
+        )
+        by_fit.setdefault(fits, []).append(address)
+    found: dict[int, str] = {}
+    for fits, same in by_fit.items():
+        if len(same) <= len(fits):  # groups alike in size and members: in table order
+            found.update(zip(same, fits))
+    return found

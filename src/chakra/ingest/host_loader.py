@@ -11,8 +11,8 @@ from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.host_comms import (
     comm_attrs_from_attrs,
     comm_attrs_from_inputs,
+    name_groups,
     parse_process_groups,
-    resolve_backend_ids,
 )
 from chakra.ingest.host_json import (
     EMPTY_JSON_LIST,
@@ -69,7 +69,8 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
     groups, group_note = _process_groups(ops)
     if group_note:
         notes.append(group_note)
-    ops = resolve_backend_ids(ops, groups)
+    ops, group_notes = name_groups(ops, groups)
+    notes.extend(group_notes)
     for note in notes:
         logger.warning("%s: %s", path, note)
     return HostTrace(

@@ -197,7 +197,11 @@ class HostAttr(msgspec.Struct, frozen=True, gc=False):
 
 class CommAttrs(msgspec.Struct, frozen=True, gc=False):
     """Communication metadata of a ``record_param_comms`` op, from its attrs (schema 1.1.0+)
-    or its positional inputs (1.0.2-1.0.4). Fields a vintage does not record are None."""
+    or its positional inputs (1.0.1-1.0.4). Fields a vintage does not record are None.
+    ``pg_address``: the Int a positional record names its group by (1.0.2: a backend id;
+    1.0.1: the group object's address, different on every rank), kept for debugging;
+    ``pg_name`` is then the table's name or a canonical one (``host_comms.name_groups``).
+    ``pg_rank``: this rank's place in the group (positional records only)."""
 
     collective_name: Optional[str] = None
     dtype: Optional[str] = None
@@ -211,6 +215,8 @@ class CommAttrs(msgspec.Struct, frozen=True, gc=False):
     pg_desc: Optional[str] = None
     pg_size: Optional[int] = None
     seq: Optional[int] = None
+    pg_address: Optional[int] = None
+    pg_rank: Optional[int] = None
 
 
 class HostOp(msgspec.Struct, frozen=True, gc=False):

@@ -35,6 +35,7 @@ from chakra.link import LinkOptions
 from chakra.link.batch import link_files
 from chakra.pipeline.resume import rank_outputs, reusable_entry, write_rank_report
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
+from chakra.ranks import Agreement, agree_files, rewrite_files
 from chakra.simulate.analysis import critical_path
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_files
@@ -189,7 +190,10 @@ def run_pipeline(
     _check_inputs(ranks)
     make_folder(output_dir)
     prepared, reused = _prepare(ranks, output_dir, options or LinkOptions(), execution)
-    engine = simulate_files([location(r["et"]) for r in prepared])
+    ets = [location(r["et"]) for r in prepared]
+    agreement = agree_files(ets)  # the i-th collective of a group: one operation everywhere
+    rewritten = rewrite_files(ets, agreement)
+    engine = simulate_files(ets)
     results: list[RankResult] = rank_results(engine)
     for r, (entry, result) in enumerate(zip(prepared, results)):
         entry["simulation"] = msgspec.to_builtins(result)
@@ -203,8 +207,19 @@ def run_pipeline(
         _plot(engine, picture)
     report = join(output_dir, "report.json")
     with atomic_output(report, text=True) as out:
-        json.dump({"ranks": prepared}, out, indent=2, sort_keys=True)
+        json.dump({"ranks": prepared, "agreement": _agreement_entry(agreement, rewritten)},
+                  out, indent=2, sort_keys=True)  # fmt: skip
     return PipelineResult(output_dir, prepared, timeline, picture, report, reused)
+
+
+def _agreement_entry(agreement: Agreement, rewritten: list[int]) -> dict[str, Any]:
+    """What the cross-rank step filled (rewriting those ranks' ``.et``) and found."""
+    return {
+        "counts": agreement.counts, "notes": agreement.notes,
+        "groups_compared": agreement.compared, "groups_not_compared": agreement.not_compared,
+        "disagreements": [d.message() for d in agreement.disagreements],
+        "ranks_rewritten": rewritten,
+    }  # fmt: skip
 
 
 def _check_inputs(ranks: list[RankFiles]) -> None:

@@ -85,12 +85,31 @@ def _comm_attrs(call: CollectiveCall) -> list[dict]:
     return [{"name": name, "type": kind, "value": value} for name, kind, value in pairs]
 
 
+def pg_address(identity: RankIdentity, group_name: str) -> int:
+    """The pointer-like number a 1.0.1 host ET records for a process group: PyTorch wrote
+    the ProcessGroup object's address, different on every rank (and in every run)."""
+    index = next(i for i, g in enumerate(identity.groups) if g.name == group_name)
+    return 0x7F00_0000_0000 + (identity.pid << 20) + (identity.rank << 16) + 0x9D40 + index * 0x1A8
+
+
+def legacy_comm_inputs(call: CollectiveCall, identity: RankIdentity) -> tuple:
+    """``record_param_comms`` arguments in the 1.0.1 layout: [tensors, seq, pg address,
+    rank in the group, collective name, in splits, out splits, group size]."""
+    return (
+        ("GenericList[Tensor(float)]", ((call.in_nelems,),)), ("Int", call.seq),
+        ("Int", pg_address(identity, call.pg.name)), ("Int", call.ranks.index(identity.rank)),
+        ("String", COLLECTIVES[call.kind].collective_name), ("GenericList[Int]", []),
+        ("GenericList[Int]", []), ("Int", len(call.ranks)),
+    )  # fmt: skip
+
+
 class HostEtWriter:
     """Writes one rank's host ET to ``stream`` (binary). Call :meth:`close` with the end time."""
 
     def __init__(self, stream: IO[bytes], options: SynthOptions, identity: RankIdentity):
         self._stream = stream
         self._legacy = options.legacy_host_et
+        self._identity = identity
         self._tensors = _Tensors(f"cuda:{identity.device}")
         header = (
             f'{{\n  "schema": "{LEGACY_SCHEMA if self._legacy else MODERN_SCHEMA}", '
@@ -111,7 +130,11 @@ class HostEtWriter:
             "scope": action.scope, "tid": record.thread + 1,
             "fw_tid": 1 if action.backward_of >= 0 else 0, "op_schema": action.schema,
         }  # fmt: skip
-        inputs = _args(self._tensors, action.inputs)
+        comm = action.comm if action.name == "record_param_comms" else None
+        positional = action.inputs
+        if self._legacy and comm is not None:
+            positional = legacy_comm_inputs(comm, self._identity)
+        inputs = _args(self._tensors, positional)
         first_tensor = next((arg for arg in action.inputs if "Tensor" in arg[0]), None)
         outputs = _args(self._tensors, (first_tensor,) if first_tensor else ())
         self._write(
@@ -121,9 +144,7 @@ class HostEtWriter:
             fields,
             inputs,
             outputs,
-            action.comm
-            if action.comm is not None and action.name == "record_param_comms"
-            else None,
+            comm,
         )
 
     def et_node(self, node: EtNode) -> None:

@@ -1,0 +1,141 @@
+"""Agreement over Chakra ET files: read each rank's communication nodes, apply the fills.
+
+The pipeline rewrites the ranks' ``.et`` files that need fills (atomically, one node in
+memory at a time), so that every consumer (ASTRA-sim, ``chakra_sim``) reads one truth;
+``chakra_sim`` applies them to the nodes it reads without touching its inputs, and
+``chakra_validate`` only reports.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from chakra.errors import PathLike
+from chakra.et import EtReader, EtWriter, NodeType, get_attr, set_attr
+from chakra.ingest.detect import TraceKind, sniff_kind
+from chakra.ranks.agree import P2P, Agreement, CommRecord, Fill, agree
+from chakra.simulate.engine import Engine
+from chakra.simulate.model import SimulationError, build_graph
+from chakra.simulate.run import load_graph, simulate_files
+
+logger = logging.getLogger(__name__)
+
+_KINDS = {
+    NodeType.COMM_COLL_NODE: "collective",
+    NodeType.COMM_SEND_NODE: P2P,
+    NodeType.COMM_RECV_NODE: P2P,
+}
+
+
+def record_of(node: Any) -> Any:
+    """The :class:`CommRecord` of a communication node, else None."""
+    kind = _KINDS.get(node.type)
+    if kind is None:
+        return None
+    pg = get_attr(node, "pg_name")
+    comm_type = get_attr(node, "comm_type")
+    size = get_attr(node, "comm_size")
+    pg_size = get_attr(node, "pg_size")
+    stream = get_attr(node, "stream")
+    on_gpu = not get_attr(node, "is_cpu_op", True) and stream is not None
+    return CommRecord(
+        node.id, node.name, kind,
+        int(comm_type) if kind != P2P and isinstance(comm_type, int) else None,
+        size if isinstance(size, int) else 0,
+        pg if isinstance(pg, str) and pg else None,
+        pg_size if isinstance(pg_size, int) and pg_size > 0 else None,
+        bool(get_attr(node, "comm_type_guessed", False)),
+        (int(get_attr(node, "device", 0) or 0), int(stream)) if on_gpu else None,
+    )  # fmt: skip
+
+
+def recording(nodes: Iterable[Any], records: list[CommRecord]) -> Iterator[Any]:
+    """``nodes`` unchanged, appending each communication node's record to ``records``."""
+    for node in nodes:
+        record = record_of(node)
+        if record is not None:
+            records.append(record)
+        yield node
+
+
+def comm_records(path: PathLike) -> list[CommRecord]:
+    """The communication nodes of one ``.et`` file, in file order (one pass, streamed)."""
+    with EtReader(path) as reader:
+        return [r for r in map(record_of, reader) if r is not None]
+
+
+def agree_files(paths: Sequence[PathLike]) -> Agreement:
+    """:func:`agree` over the files (rank = position), logging what it filled and found."""
+    agreement = agree([comm_records(p) for p in paths])
+    log(agreement)
+    return agreement
+
+
+def log(agreement: Agreement) -> None:
+    for what, count in sorted(agreement.counts.items()):
+        logger.warning("ranks: %d x %s", count, what)
+    for note in agreement.notes:
+        logger.warning("ranks: %s", note)
+    for disagreement in agreement.disagreements:
+        logger.warning("ranks disagree: %s", disagreement.message())
+
+
+def patched(nodes: Iterable[Any], fills: Mapping[int, Fill]) -> Iterator[Any]:
+    """``nodes`` with the fills applied; a filled node gets ``comm_filled`` (what was
+    filled, comma-separated) and loses ``comm_type_guessed`` once its type is filled."""
+    for node in nodes:
+        fill = fills.get(node.id)
+        if fill is not None:
+            filled = []
+            if fill.pg_name is not None:
+                set_attr(node, "pg_name", fill.pg_name)
+                filled.append("pg_name")
+            if fill.comm_type is not None:
+                set_attr(node, "comm_type", fill.comm_type)
+                kept = [a for a in node.attr if a.name != "comm_type_guessed"]
+                del node.attr[:]
+                node.attr.extend(kept)
+                filled.append("comm_type")
+            if fill.size is not None:
+                set_attr(node, "comm_size", fill.size)
+                filled.append("comm_size")
+            set_attr(node, "comm_filled", ",".join(filled))
+        yield node
+
+
+def rewrite_files(paths: Sequence[PathLike], agreement: Agreement) -> list[int]:
+    """Rewrite the files of the ranks that have fills (atomically); the ranks rewritten."""
+    done = []
+    for rank, fills in sorted(agreement.fills.items()):
+        path = paths[rank]
+        with EtReader(path) as reader, EtWriter(path, reader.metadata) as writer:
+            writer.write_all(patched(reader, fills))  # replaced when complete: reader unharmed
+        done.append(rank)
+    return done
+
+
+def simulate_agreed(paths: Sequence[PathLike], serialize_gpu: bool = False) -> Engine:
+    """Simulate the ranks together with the agreement's fills applied to the nodes read
+    (the files are left as they are). Several Chakra ET files are read twice: once for
+    their communication nodes, once to build the graphs; anything else (one file, ET+) is
+    simulated as given."""
+    kinds = {sniff_kind(p) for p in paths}
+    if len(paths) < 2 or kinds != {TraceKind.CHAKRA_ET}:
+        return simulate_files(paths, serialize_gpu)
+    agreement = agree_files(paths)
+    graphs = []
+    for rank, path in enumerate(paths):
+        fills = agreement.fills.get(rank)
+        if not fills:
+            graphs.append(load_graph(path, rank, serialize_gpu))
+            continue
+        with EtReader(path) as reader:
+            try:
+                graphs.append(build_graph(patched(reader, fills), rank, serialize_gpu))
+            except SimulationError as exc:
+                raise SimulationError(f"{path}: {exc}") from exc
+    engine = Engine(graphs)
+    engine.run()
+    return engine

@@ -1,0 +1,44 @@
+"""``agree`` on hand-made records: splits, orphans placed by stream, fills, disagreements."""
+
+from __future__ import annotations
+
+from chakra.ranks import CommRecord, Fill, agree
+
+
+def coll(node_id: int, comm_type: int, size: int, pg: object = "0", **more: object) -> CommRecord:
+    return CommRecord(node_id, f"k{node_id}", "collective", comm_type, size, pg, **more)  # type: ignore[arg-type]
+
+
+def test_a_sub_group_name_used_by_every_rank_is_split_into_consecutive_blocks() -> None:
+    ranks = [[coll(1, 2, 64, "1", pg_size=2)] for _ in range(4)]
+    result = agree(ranks)
+    assert result.fills == {2: {1: Fill(pg_name="2")}, 3: {1: Fill(pg_name="2")}}
+    assert result.compared == ["1", "2"] and result.disagreements == []
+    assert result.counts == {"groups split by consecutive ranks": 2}
+
+
+def test_orphan_placed_by_stream_then_type_and_size_filled() -> None:
+    stream = (0, 9)
+    rank0 = [coll(1, 5, 4096, stream=stream), coll(2, 0, 64, stream=stream)]
+    rank1 = [coll(7, 0, 0, None, type_guessed=True, stream=stream), coll(8, 0, 64, stream=stream)]
+    result = agree([rank0, rank1])
+    assert result.fills == {1: {7: Fill(pg_name="0", comm_type=5, size=4096)}}
+    assert result.counts == {"orphan groups filled from the stream": 1,
+                             "comm types filled from peers": 1,
+                             "comm sizes filled from peers": 1}  # fmt: skip
+
+
+def test_known_types_that_differ_are_a_disagreement_naming_every_rank() -> None:
+    result = agree([[coll(1, 0, 64)], [coll(1, 2, 64)], [coll(1, 0, 64)]])
+    (disagreement,) = result.disagreements
+    assert (disagreement.pg_name, disagreement.position) == ("0", 0)
+    assert disagreement.says[1] == "node 1 'k1' comm_type 2, 64 bytes"
+    assert result.fills == {}
+
+
+def test_an_orphan_on_a_stream_of_two_groups_is_not_placed() -> None:
+    rank0 = [coll(1, 0, 8, "0", stream=(0, 1)), coll(2, 0, 8, "1", stream=(0, 1)),
+             coll(3, 0, 8, None, stream=(0, 1))]  # fmt: skip
+    result = agree([rank0])
+    assert result.counts == {"orphans not placed in a group": 1}
+    assert result.not_compared == ["0", "1"] and result.compared == []
