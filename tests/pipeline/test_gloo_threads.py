@@ -58,4 +58,4 @@ def test_gloo_work_stays_on_worker_threads(tmp_path: Path) -> None:
                 if src.start_time_micros and src.name not in ("[delay]", "[idle]"):
                     assert src.start_time_micros <= node.start_time_micros + 1, (src.id, node.id)
         # simulated together (collectives meet) close to the measured makespan
-        assert abs(rank["simulation"]["error_pct"]) < 3.5
+        assert abs(rank["simulation"]["error_pct"]) < 0.5  # replays to its measured time

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Optional
 
+from chakra.simulate.meeting import member_ends
 from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph, SimulationError
 from chakra.simulate.network import NetworkModel
 
@@ -28,8 +29,8 @@ class _Meeting:
 class ReferenceEngine:
     """Simulate one or more ranks' graphs together. ``run`` fills ``start``/``end`` (µs,
     per rank, per node index). A collective occupies each member's stream from its arrival
-    and ends on all of them at the latest arrival plus the shortest duration any member
-    recorded (that of the member that did not wait: the transfer itself)."""
+    and ends on each as :func:`chakra.simulate.meeting.member_ends` says (the latest arrival
+    plus the member's own recorded tail) (that of the member that did not wait: the transfer itself)."""
 
     def __init__(self, graphs: Sequence[SimGraph], network: Optional[NetworkModel] = None) -> None:
         self.graphs = list(graphs)
@@ -150,15 +151,15 @@ class ReferenceEngine:
         if len(meeting.arrivals) < len(meeting.members):
             return
         begin = max(t for t, _ in meeting.arrivals.values())
-        if self.network is not None:
-            length = self.network.duration_us(key.comm_type, key.size_bytes, len(meeting.members))
-        else:
-            length = min(
-                self.graphs[self._rank_index[rank]].duration_us[n]
-                for rank, (_, n) in meeting.arrivals.items()
-            )
+        recorded = {}
+        for rank, (_, n) in meeting.arrivals.items():
+            graph = self.graphs[self._rank_index[rank]]
+            recorded[rank] = (graph.duration_us[n], float(graph.measured_start_us[n]))
+        # the meeting rule is the simulator's policy (tested on its own in test_meeting.py);
+        # this engine checks the algorithm that applies it
+        ends = member_ends(key, len(meeting.members), begin, recorded, self.network)
         for rank, (arrived, n) in sorted(meeting.arrivals.items()):
-            self._begin(self._rank_index[rank], n, arrived, begin + length)
+            self._begin(self._rank_index[rank], n, arrived, ends[rank])
 
     def _complete(self, r: int, node: int, time: float) -> None:
         graph = self.graphs[r]

@@ -29,7 +29,13 @@ from chakra.convert.graph import (
     evidence,
     thread_chains,
 )
-from chakra.convert.nodes import build_node, delay_node, idle_node, segment_node
+from chakra.convert.nodes import (
+    COMM_NODE_TYPES,
+    build_node,
+    delay_node,
+    idle_node,
+    segment_node,
+)
 from chakra.convert.segments import Segmentation
 from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
@@ -121,21 +127,24 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     by_id = _index(trace)
     graph = Graph(by_id)
     segments = Segmentation(max(by_id) + 1)
-    idle = thread_chains(trace, by_id, graph, options.gaps, segments)
-    segments.pieces.clear()  # program order is in the graph now; frees a list per host op
-    evidence(trace, graph, segments)
-    start_us = {n.id: n.ts for n in trace.nodes if n.ts is not None}
-    start_us.update({s.node_id: s.start for s in segments.extra})
-    start_us.update({gap.node_id: by_id[gap.before].ts or 0 for gap in idle})
-    measured_end = _measured_ends(by_id, segments, idle)
-    contradicting = drop_contradicting(graph, start_us, measured_end)
-    broken = break_cycles(graph.deps, graph.ids, start_us)
-    timed = ((n.id, n.ts) for n in trace.nodes if n.ts is not None and n.end is not None)
-    delays = add_delays(timed, graph, measured_end, segments.next_id)
     classifier = Classifier(by_id)
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
     kinds = {node.id: distinct.setdefault(kind, kind)
              for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
+    host_comms = {node.id for node in trace.nodes
+                  if not node.is_gpu and kinds[node.id].node_type in COMM_NODE_TYPES}  # fmt: skip
+    idle = thread_chains(trace, by_id, graph, options.gaps, segments, host_comms)
+    segments.pieces.clear()  # program order is in the graph now; frees a list per host op
+    evidence(trace, graph, segments)
+    start_us = {n.id: n.ts for n in trace.nodes if n.ts is not None}
+    for op_segments in segments.segments.values():
+        start_us.update((s.node_id, s.start) for s in op_segments)
+    start_us.update({gap.node_id: by_id[gap.before].ts or 0 for gap in idle})
+    measured_end = _measured_ends(by_id, segments, idle)
+    contradicting = drop_contradicting(graph, start_us, measured_end)
+    broken = break_cycles(graph.deps, graph.ids, start_us)
+    timed = ((n.id, start_us[n.id]) for n in trace.nodes if n.ts is not None and n.end is not None)
+    delays = add_delays(timed, graph, measured_end, segments.next_id)
     types = Counter(kind.node_type.name for kind in kinds.values())
     types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays)
     warnings = [f"{count} x {what}" for what, count in sorted(classifier.guesses.items())]
@@ -186,9 +195,11 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
     for node, payload in nodes:
         node_id = node.id
         parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node_id else None
+        own = plan.segments.anchored(node_id)
         yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent,
-                         plan.segments.first_duration(node_id), payload,
-                         holds_thread=node_id not in plan.segments.detached)  # fmt: skip
+                         None if own is None else own.end - own.start, payload,
+                         holds_thread=node_id not in plan.segments.detached,
+                         start_us=None if own is None else own.start)  # fmt: skip
     for segment in plan.segments.extra:
         yield segment_node(segment, by_id[segment.op_id], sorted(deps.get(segment.node_id, ())))
     for gap in plan.idle:

@@ -9,7 +9,7 @@ cross-stream event waits, CPU op after the GPU ops it blocked on, inter-thread o
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Optional, Union
 
 import msgspec
@@ -138,6 +138,7 @@ def thread_chains(
     graph: Graph,
     gaps: bool,
     segments: Segmentation,
+    meets_last: Collection[int] = (),
 ) -> list[IdleNode]:
     """Chain each thread's CPU work in program order: an op's segments interleaved with its
     children's subtrees (children in program order, :func:`program_order`); a thread root
@@ -145,7 +146,9 @@ def thread_chains(
     a child of the node it ran under. With ``gaps``, an idle node precedes each op with a
     measured
     ``idle_gap`` whose parent is untimed (a timed parent's own segments already cover the
-    gap). Iterative DFS; returns the idle nodes created (ids from ``segments.next_id``)."""
+    gap). ``meets_last``: host communication ops, whose id goes to their last segment (where
+    they meet the other ranks). Iterative DFS; returns the idle nodes created (ids from
+    ``segments.next_id``)."""
     children: dict[int, list[EtPlusNode]] = defaultdict(list)
     for node in trace.nodes:
         parent = node.ran_under if node.ran_under in by_id else node.ctrl_deps
@@ -157,7 +160,8 @@ def thread_chains(
     cuts = cut_points(trace.nodes, _sync_calls(trace))
     for node in trace.nodes:
         if not node.is_gpu and node.ts is not None and node.end is not None:
-            segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()), first)
+            segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()), first,
+                           anchor_last=node.id in meets_last)  # fmt: skip
     graph.ids.update(segment.node_id for segment in segments.extra)
     idle: list[IdleNode] = []
     last: dict[int, int] = {}

@@ -20,7 +20,7 @@ from chakra.ingest.host_json import ARGS_DECODER
 
 #: Host attrs copied onto every node, as the reference converter writes them.
 INT_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid")
-_COMM_NODE_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+COMM_NODE_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 _COMP = int(NodeType.COMP_NODE)
 
 
@@ -72,13 +72,15 @@ def build_node(
     own_us: Optional[float] = None,
     payload: Union[EtPlusNode, NodePayload, None] = None,
     holds_thread: bool = True,
+    start_us: Optional[float] = None,
 ) -> bytes:
     """One Chakra node. Duration: a GPU op's measured duration; for a CPU op, ``own_us``
     (its first segment, see convert/segments.py) when it was split, else its exclusive
     time. The measured start is kept for measured-vs-simulated comparisons. Inputs, outputs
     and attrs come from ``payload`` (default: ``node`` itself). ``holds_thread`` False
     leaves out ``tid``: the node then runs beside its thread (an op closed after its
-    parent returned)."""
+    parent returned). ``start_us``: the measured start of the segment the node stands for,
+    when it is not the op's start (a communication op anchored on its last segment)."""
     payload = node if payload is None else payload
     gpu = node.cat is not None
     if own_us is not None:
@@ -91,7 +93,7 @@ def build_node(
     int64 = _PIECES.int64
     pieces = [
         _HEADS.head(node.id, node.name, int(kind.node_type), () if parent is None else (parent,),
-                    data_deps, _micros(node.ts), micros),
+                    data_deps, _micros(node.ts if start_us is None else start_us), micros),
         _io(payload.inputs, False),
         _io(payload.outputs, True),
         _exact_duration(duration, micros),
@@ -123,7 +125,7 @@ def _comm_attrs(kind: Classified) -> bytes:
         add_attr(out, "process_groups", kind.process_groups)
     if kind.comm_type is not None:
         add_attr(out, "comm_type", int(kind.comm_type))
-    if kind.node_type in _COMM_NODE_TYPES:
+    if kind.node_type in COMM_NODE_TYPES:
         add_attr(out, "comm_size", kind.comm_size or 0)
     if kind.pg_name:
         add_attr(out, "pg_name", kind.pg_name)

@@ -5,7 +5,8 @@ A host op P spans [start, end]. Its children cover parts of that span; what is l
 own time, which the converter turns into consecutive CPU nodes ("segments"), cut where the
 runtime calls inside P happen: at the start of each launch (its GPU op may start from there)
 and at the end of each synchronising call (what follows waits for the GPU). The first segment
-keeps P's id; the others get new ids and ``segment_of`` = P. In program order a thread runs
+keeps P's id (a communication op's last one does, see ``split``); the others get new ids and
+``segment_of`` = P. In program order a thread runs
 P's first segment, its first child's subtree, P's next segment, and so on.
 """
 
@@ -47,10 +48,14 @@ class Segmentation:
         children: Iterable[EtPlusNode],
         cuts: Iterable[Number],
         first: Mapping[int, Optional[Number]],
+        anchor_last: bool = False,
     ):
         """Record ``op``'s segments and pieces (``op`` must be timed). ``children`` come in
         program order; ``first`` gives each child's earliest measured start in its subtree
-        (an untimed child starts where its timed descendants do)."""
+        (an untimed child starts where its timed descendants do). ``anchor_last``: the op's
+        own id goes to its last segment instead of its first (a communication op: its
+        last segment is where it completes, which no member of the group can do before
+        every member has arrived, so that is where it meets the other ranks)."""
         start, end = op.ts, op.end
         assert start is not None and end is not None
         points = sorted({t for t in cuts if start < t < end})
@@ -70,8 +75,21 @@ class Segmentation:
             cursor = max(cursor, min(child_end, end))
         if cursor < end or not segments:
             self._own_time(op, cursor, max(cursor, end), points, segments, pieces)
+        if anchor_last and len(segments) > 1:
+            segments, pieces = self._anchor_last(op.id, segments, pieces)
         self.segments[op.id] = segments
         self.pieces[op.id] = pieces
+
+    def _anchor_last(self, op_id: int, segments: list[Segment], pieces: list[Piece]):
+        """Give the op's id to its last segment (and the last segment's id to the first)."""
+        last = segments[-1]
+        swap = {op_id: last.node_id, last.node_id: op_id}
+        renamed = {id(s): msgspec.structs.replace(s, node_id=swap.get(s.node_id, s.node_id))
+                   for s in segments}  # fmt: skip
+        first = renamed[id(segments[0])]  # now holds the id the last one had
+        self.extra = [first if s is last else s for s in self.extra]
+        return ([renamed[id(s)] for s in segments],
+                [renamed.get(id(p), p) for p in pieces])  # fmt: skip
 
     def _own_time(self, op, begin, finish, points, segments, pieces) -> None:
         bounds = [begin, *(t for t in points if begin < t < finish), finish]
@@ -100,9 +118,10 @@ class Segmentation:
         return segments[max(index, 0)].node_id
 
     def starting_at(self, op_id: int, instant: Number) -> Optional[int]:
-        """The op's segment that starts at ``instant`` (a continuation after a call)."""
-        for segment in self.segments.get(op_id, ()):
-            if segment.start == instant and segment.node_id != op_id:
+        """The op's segment that starts at ``instant`` (a continuation after a call; never
+        its first segment)."""
+        for segment in self.segments.get(op_id, ())[1:]:
+            if segment.start == instant:
                 return segment.node_id
         return None
 
@@ -110,9 +129,13 @@ class Segmentation:
         segments = self.segments.get(op_id)
         return segments[-1].node_id if segments else op_id
 
-    def first_duration(self, op_id: int) -> Optional[Number]:
-        segments = self.segments.get(op_id)
-        return segments[0].end - segments[0].start if segments else None
+    def anchored(self, op_id: int) -> Optional[Segment]:
+        """The segment that carries the op's own id (its first, or its last when anchored
+        last), if the op was split."""
+        for segment in self.segments.get(op_id, ()):
+            if segment.node_id == op_id:
+                return segment
+        return None
 
 
 def cut_points(

@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Optional
 
-from chakra.simulate.meeting import length_us, meetings
+from chakra.simulate.meeting import meetings, member_ends
 from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph, SimulationError
 from chakra.simulate.network import NetworkModel
 
@@ -91,11 +91,13 @@ class EventSimulation:
         if len(meeting.arrivals) < len(meeting.members):
             return
         begin = max(t for t, _ in meeting.arrivals.values())
-        durations = (self.graphs[self._rank_index[rank]].duration_us[n]
-                     for rank, (_, n) in meeting.arrivals.items())  # fmt: skip
-        length = length_us(key, len(meeting.members), durations, self.network)
+        recorded = {}
+        for rank, (_, n) in meeting.arrivals.items():
+            graph = self.graphs[self._rank_index[rank]]
+            recorded[rank] = (graph.duration_us[n], float(graph.measured_start_us[n]))
+        ends = member_ends(key, len(meeting.members), begin, recorded, self.network)
         for rank, (arrived, n) in sorted(meeting.arrivals.items()):
-            self._begin(self._rank_index[rank], n, arrived, begin + length)
+            self._begin(self._rank_index[rank], n, arrived, ends[rank])
 
     def _complete(self, r: int, node: int, time: float) -> None:
         graph = self.graphs[r]

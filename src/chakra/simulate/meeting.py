@@ -8,7 +8,7 @@ one of the group's communications is a deadlock, reported, not a silent pass).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from chakra.simulate.model import CommKey, SimGraph
@@ -35,10 +35,41 @@ def meetings(graphs: Sequence[SimGraph]) -> dict[CommKey, Meeting]:
     return {key: Meeting(members[key.pg_name]) for graph in graphs for key in graph.comm.values()}
 
 
-def length_us(key: CommKey, members: int, durations: Iterable[float],
-              network: Optional[NetworkModel]) -> float:  # fmt: skip
-    """The network model's time, else the shortest duration any member recorded (that of
-    the member that did not wait: the transfer itself)."""
+#: ``start_time_micros`` is written in whole microseconds.
+START_RESOLUTION_US = 1.0
+
+
+def member_ends(
+    key: CommKey,
+    members: int,
+    begin: float,
+    recorded: Mapping[int, tuple[float, float]],
+    network: Optional[NetworkModel],
+) -> dict[int, float]:
+    """When each member (rank) of a meeting that begins at ``begin`` (its last arrival) ends.
+    ``recorded``: rank -> (duration, measured start; negative when unknown).
+
+    With a network model, every member ends after the model's time. Otherwise each member
+    ends after its own recorded time less what it measurably spent waiting for the last
+    member (the latest measured start minus its own): the simulation re-creates the wait,
+    the rest (the transfer and the member's own tail: gloo ranks finish a collective at
+    different times) is the member's. Without a measured start for every member, all end
+    after the shortest recorded duration (that of the member that did not wait). When the
+    members' recordings end together (one clock), both rules give the same ends.
+    """
     if network is not None:
-        return network.duration_us(key.comm_type, key.size_bytes, members)
-    return min(durations)
+        length = network.duration_us(key.comm_type, key.size_bytes, members)
+        return dict.fromkeys(recorded, begin + length)
+    starts = [start for _, start in recorded.values()]
+    if min(starts) < 0:
+        shortest = min(duration for duration, _ in recorded.values())
+        return dict.fromkeys(recorded, begin + shortest)
+    shortest = min(duration for duration, _ in recorded.values())
+    last = max(starts)
+    ends = {}
+    for rank, (duration, start) in recorded.items():
+        tail = max(0.0, duration - (last - start))
+        # measured starts are whole microseconds: a tail that differs from the shortest
+        # duration by less than that is the same transfer
+        ends[rank] = begin + (shortest if abs(tail - shortest) <= START_RESOLUTION_US else tail)
+    return ends

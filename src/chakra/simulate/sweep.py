@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from chakra.simulate.meeting import length_us, meetings
+from chakra.simulate.meeting import meetings, member_ends
 from chakra.simulate.model import NO_RESOURCE, SimGraph
 from chakra.simulate.network import NetworkModel
 
@@ -79,6 +79,10 @@ class _RankPass:
                 time = end
         return time
 
+    def recorded(self, t: int) -> tuple[float, float]:
+        """(duration, measured start) of the node at position ``t``."""
+        return self.duration[t], float(self.graph.measured_start_us[int(self.order[t])])
+
     def results(self) -> tuple[np.ndarray, np.ndarray]:
         """Starts and ends by node index."""
         starts = np.array(self.starts, dtype=np.float64)
@@ -126,14 +130,14 @@ def sweep(graphs: Sequence[SimGraph], network: Optional[NetworkModel],
             if len(meeting.arrivals) < len(meeting.members):
                 break  # paused until the meeting completes
             begin = max(t for t, _ in meeting.arrivals.values())
-            durations = (passes[rank_index[rank]].duration[t]
-                         for rank, (_, t) in meeting.arrivals.items())  # fmt: skip
-            length = length_us(key, len(meeting.members), durations, network)
-            if not length >= 0:  # the event-driven order of completions would differ
+            recorded = {rank: passes[rank_index[rank]].recorded(t)
+                        for rank, (_, t) in meeting.arrivals.items()}  # fmt: skip
+            ends = member_ends(key, len(meeting.members), begin, recorded, network)
+            if not min(ends.values()) >= begin:  # the event-driven order would differ
                 return None
             for rank in meeting.arrivals:
                 other = rank_index[rank]
-                passes[other].ends[meeting.arrivals[rank][1]] = begin + length
+                passes[other].ends[meeting.arrivals[rank][1]] = ends[rank]
                 if other != r:
                     runnable.append(other)
     if finished < len(passes):
