@@ -22,11 +22,15 @@ def test_loaded_traces_match_the_truth(tmp_path: Path, vintages: tuple[str, ...]
         host = load_host_trace(rank.host_et)
         device = load_device_trace(rank.kineto)
         expected_schema = "1.0.1" if "legacy_1_0_1" in vintages else "1.1.1-chakra.0.0.4"
-        # 1.0.1 names groups by address: matched to the group table, and said so
-        expected_notes = (("2 process groups named by address (1.0.1 style) were matched to "
-                           "the process_group:init table by size and rank",)
-                          if "legacy_1_0_1" in vintages else ())  # fmt: skip
-        assert host.schema == expected_schema and host.notes == expected_notes
+        # 1.0.1 names groups by address and has no group table: numbered, and said so
+        assert host.schema == expected_schema
+        if "legacy_1_0_1" in vintages:
+            (note,) = host.notes
+            assert note.startswith("2 process groups named by address (1.0.1 style) were "
+                                   "identified by size and order of first use: 0x")  # fmt: skip
+            assert host.process_group_init() is None
+        else:
+            assert host.notes == ()
         assert (device.rank, device.world_size) == (rank.rank, 2)
         in_host = {op["host_id"] for op in truth["host_ops"] if op["host_id"] is not None}
         assert in_host <= {op.id for op in host.ops}

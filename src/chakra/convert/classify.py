@@ -90,6 +90,14 @@ class Classifier:
                 self.children.setdefault(node.ctrl_deps, []).append(node)
         self.host_collectives_are_gloo = any(n.name.startswith("gloo:") for n in nodes)
         self.gpu_collectives = any(n.is_gpu and _is_comm_kernel(n) for n in nodes)
+        table = next((process_groups(n) for n in nodes if PROCESS_GROUP_INIT in n.name), [])
+        #: the world group's name: the table's group listing every rank (PyTorch writes
+        #: ``ranks: []`` for the default group), else "0"
+        self.world_group = next(
+            (str(g.get("pg_name")) for g in table
+             if isinstance(g, dict) and not g.get("ranks") and g.get("pg_name") is not None),
+            "0",
+        )  # fmt: skip
 
     def ancestors(self, node: EtPlusNode, depth: int = 4) -> list[EtPlusNode]:
         chain, current = [], node
@@ -151,7 +159,11 @@ class Classifier:
             self.guesses["communication ops of unknown size: comm_size 0"] += 1
         pg_name = (comms.attr("pg_name") if comms else None) or node.pg_name or (
             node.collective.pg_name if node.collective else None)  # fmt: skip
-        if pg_name is None:
+        if pg_name is None and is_cpu_op:  # gloo records no group: it ran in the world's
+            self.guesses[f"host collectives in no known process group: world group "
+                         f"{self.world_group!r}"] += 1  # fmt: skip
+            pg_name = self.world_group
+        elif pg_name is None:
             self.guesses["communication ops in no known process group: no pg_name"] += 1
         ranks = _ranks(node.collective.pg_ranks) if node.collective else None
         pg_size = (comms.attr("pg_size") if comms else None) or (

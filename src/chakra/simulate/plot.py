@@ -59,7 +59,8 @@ def plot_utilisation(engine: Engine, path: PathLike) -> None:
         )
         axis.set_xlabel(f"time ({span / BINS:,.1f} us per bin)")
         axis.set_ylim(0, 1.05)
-        axis.legend(loc="upper right", fontsize="small")
+        if axis.get_legend_handles_labels()[0]:  # a CPU-only rank has no stream to name
+            axis.legend(loc="upper right", fontsize="small")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)

@@ -157,7 +157,7 @@ class RankEngine:
             if op.host_id is not None:
                 self._edge("inter_thread", f"host:{self._inter_thread_src}", f"host:{op.host_id}")
             self._inter_thread_src = None
-        if action.step >= 0 and self._covered and not self._pg_init_written:
+        if action.step >= 0 and self._covered and not self._pg_init_written and not self._legacy:
             self._write_pg_init(op)
         if jitter:
             self.now += self._uniform(500, 3 * US)

@@ -67,6 +67,8 @@ class KinetoWriter:
         self._time = TimeFormat(options.integer_timestamps)
         self._rf = options.kineto_has_rf_id
         self._flows = options.flows
+        # Kineto of the 1.0.1 era recorded no process-group or message args
+        self._comm_args = not options.legacy_host_et
         self._pid = identity.pid
         self._tids = identity.tids
         self._device = identity.device
@@ -77,7 +79,8 @@ class KinetoWriter:
             "deviceProperties": device_properties(),
             "distributedInfo": {
                 "backend": "nccl", "rank": identity.rank, "world_size": options.ranks,
-                "pg_count": len(identity.groups), "pg_config": _pg_config(identity.groups),
+                **({} if options.legacy_host_et else {
+                    "pg_count": len(identity.groups), "pg_config": _pg_config(identity.groups)}),
                 "nccl_version": NCCL_VERSION,
             },
             "record_shapes": 1,
@@ -118,7 +121,7 @@ class KinetoWriter:
             args["Sequence number"] = action.seq
             args["Fwd thread id"] = action.fwd_thread
         args["Ev Idx"] = record.ev_idx
-        if action.comm is not None and action.name == RECORD_PARAM_COMMS:
+        if action.comm is not None and action.name == RECORD_PARAM_COMMS and self._comm_args:
             args.update(comm_args(action.comm))
             args["Global rank start"] = action.comm.ranks[0]
             args["Global rank stride"] = 1
@@ -150,7 +153,7 @@ class KinetoWriter:
             args["queued"] = 0
             args["grid"] = [132, 1, 1]
             args["block"] = [256, 1, 1]
-            if record.collective is not None:
+            if record.collective is not None and self._comm_args:
                 args.update(comm_args(record.collective))
         else:
             args["bytes"] = record.nbytes
