@@ -48,6 +48,8 @@ def test_moved_gpu_op_contradicts_stream_order(tmp_path: Path) -> None:
     """Shift one kernel to start before the kernel ahead of it on its stream ended: the
     stream-order edge now contradicts the measured times and the report says so."""
     rank = generate_job(SynthOptions(seed=4, ranks=1, steps=1, ops_per_step=70), tmp_path).ranks[0]
+    clean_edges = link_traces(load_host_trace(rank.host_et), load_device_trace(rank.kineto),
+                              LinkOptions()).report.edges  # fmt: skip
     document = json.loads(rank.kineto.read_text())
     kernels = sorted((e for e in document["traceEvents"] if e.get("cat") == "kernel"
                       and e["args"].get("stream") == 7), key=lambda e: e["ts"])  # fmt: skip
@@ -58,5 +60,6 @@ def test_moved_gpu_op_contradicts_stream_order(tmp_path: Path) -> None:
     report = link_traces(load_host_trace(rank.host_et), load_device_trace(broken),
                          LinkOptions()).report  # fmt: skip
     assert report.contradictions.get("stream_order") == 1
+    assert report.edges["stream_order"] == clean_edges["stream_order"] - 1  # not written
     with pytest.raises(CoverageError, match="stream_order 1"):
         check_coverage(report, 0.0, 0.0)

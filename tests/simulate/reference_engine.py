@@ -30,7 +30,7 @@ class ReferenceEngine:
     """Simulate one or more ranks' graphs together. ``run`` fills ``start``/``end`` (µs,
     per rank, per node index). A collective occupies each member's stream from its arrival
     and ends on each as :func:`chakra.simulate.meeting.member_ends` says (the latest arrival
-    plus the member's own recorded tail) (that of the member that did not wait: the transfer itself)."""
+    plus the member's own recorded tail)."""
 
     def __init__(self, graphs: Sequence[SimGraph], network: Optional[NetworkModel] = None) -> None:
         self.graphs = list(graphs)

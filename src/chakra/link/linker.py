@@ -110,17 +110,17 @@ def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedT
         *all_sync,
     ]
     gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, all_edges, first_gpu_id)
-    sync = [e for e in gpu_edges if e.kind is EdgeKind.HOST_SYNC]
-    edges = [*gpu_edges, *thread_edges]
-    sync_dep: dict[int, list[int]] = defaultdict(list)
-    for edge in sync:
-        if edge.dst is not None and edge.src not in sync_dep[edge.dst]:
-            sync_dep[edge.dst].append(edge.src)
     host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
-    contradictions = edge_contradictions(edges, host_times, gpu_nodes)
+    contradictions, edges = edge_contradictions([*gpu_edges, *thread_edges], host_times,
+                                                gpu_nodes)  # fmt: skip
     if contradictions:
         shown = ", ".join(f"{count} {kind}" for kind, count in contradictions.items())
-        notes.append(f"evidence contradicting the measured times: {shown}")
+        notes.append(f"evidence contradicting the measured times (not written): {shown}")
+    sync_dep: dict[int, list[int]] = defaultdict(list)
+    for edge in edges:
+        waiting = edge.dst if edge.kind is EdgeKind.HOST_SYNC else None
+        if waiting is not None and edge.src not in sync_dep[waiting]:
+            sync_dep[waiting].append(edge.src)
     ran_on = threads_ran_under(host, matches, join.other_thread, nestings, host_of, notes)
     report = _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
     for note in notes:

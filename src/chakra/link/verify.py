@@ -95,23 +95,26 @@ def edge_contradictions(
     edges: Iterable[Edge],
     host_times: Mapping[int, tuple[Number, Number]],
     gpu_nodes: Iterable[GpuNode],
-) -> dict[str, int]:
+) -> tuple[dict[str, int], list[Edge]]:
     """Edges whose ``dst`` started before ``src`` ended (beyond the clock's resolution), by
-    kind. Launch edges are checked as "the parent encloses the launch call" instead (a GPU
-    op may start before the op that launched it ends)."""
+    kind, and the edges that do not (the ones worth writing). Launch edges are checked as
+    "the parent encloses the launch call" instead (a GPU op may start before the op that
+    launched it ends) and kept: they name the parent."""
     times = dict(host_times)
     launches: dict[int, Optional[KinetoEvent]] = {}
     for node in gpu_nodes:
         times[node.node_id] = (node.event.ts_us or 0, node.event.end_us)
         launches[node.node_id] = node.launch
     found: Counter[str] = Counter()
+    kept: list[Edge] = []
     for edge in edges:
-        if edge.dst is None:
-            continue
-        src, dst = times.get(edge.src), times.get(edge.dst)
+        src = times.get(edge.src)
+        dst = times.get(edge.dst) if edge.dst is not None else None
         if src is None or dst is None:
+            kept.append(edge)
             continue
         if edge.kind is EdgeKind.LAUNCH:
+            kept.append(edge)
             launch = launches.get(edge.dst)
             instant = launch.ts_us if launch is not None else None
             if instant is not None and not (
@@ -120,4 +123,6 @@ def edge_contradictions(
                 found["launch_outside_parent"] += 1
         elif src[1] > dst[0] + CLOCK_RESOLUTION_US:
             found[edge.kind.value] += 1
-    return dict(sorted(found.items()))
+        else:
+            kept.append(edge)
+    return dict(sorted(found.items())), kept
