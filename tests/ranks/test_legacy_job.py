@@ -11,6 +11,8 @@ from typing import Any
 
 from chakra.et import EtReader, EtWriter, NodeType, get_attr, set_attr
 from chakra.pipeline import RankFiles, run_pipeline
+from chakra.simulate.meeting import meetings
+from chakra.simulate.run import load_graph
 from chakra.synth import SynthOptions, generate_job
 from chakra.synth.options import options_with_vintages
 from tests.synth.conftest import load_json
@@ -20,8 +22,8 @@ BASE = SynthOptions(seed=5, ranks=4, steps=1, ops_per_step=70)
 
 
 def job(folder: Path, vintages: list[str], strip_table: bool = False) -> list[RankFiles]:
-    """A 4-rank job; ``strip_table`` drops ``## process_group:init ##`` from the host ETs,
-    as PyTorch of the 1.0.1 era did not write it."""
+    """A 4-rank job; ``strip_table`` drops ``## process_group:init ##`` from the host ETs
+    (the legacy vintage writes none already, as PyTorch of the 1.0.1 era did not)."""
     summary = generate_job(options_with_vintages(BASE, vintages), folder)
     for rank in summary.ranks:
         if strip_table:
@@ -65,6 +67,10 @@ def test_legacy_job_meets_across_ranks_and_validates(tmp_path: Path) -> None:
             abs(simulated - modern_rank["simulation"]["simulated_makespan_us"]) <= 0.02 * measured
         )
     ets = [tmp_path / "out" / f"rank{r}.et" for r in range(4)]
+    # every collective meets its whole group (with per-rank addresses each would meet alone)
+    table = meetings([load_graph(path, r) for r, path in enumerate(ets)])
+    members = {key.pg_name: sorted(meeting.members) for key, meeting in table.items()}
+    assert members == {"0": [0, 1, 2, 3], "1": [0, 1], "2": [2, 3]}
     ok = validate(*ets)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "process groups compared: 0, 1, 2" in ok.stdout
