@@ -16,6 +16,7 @@ import msgspec
 
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, Number
 from chakra.convert.segments import Segment, Segmentation, cut_points
+from chakra.ingest.device_model import CLOCK_RESOLUTION_US
 from chakra.ingest.vocabulary import PROCESS_ROOT_NAMES, THREAD_ROOT_NAMES
 
 
@@ -63,10 +64,6 @@ class Graph:
         else:
             deps.add(src)
         self.counts[kind] += 1
-
-
-#: Kineto timestamps are microseconds; a measured order is only trusted beyond this.
-CLOCK_RESOLUTION_US = 1.0
 
 
 class _Restore(msgspec.Struct, frozen=True, gc=False):

@@ -19,6 +19,7 @@ from typing import Optional, Union
 import msgspec
 
 from chakra.convert.et_plus_input import EtPlusNode, Number
+from chakra.ingest.device_model import CLOCK_RESOLUTION_US
 
 
 class Segment(msgspec.Struct, frozen=True, gc=False):
@@ -70,7 +71,7 @@ class Segmentation:
                 self._own_time(op, cursor, cursor, points, segments, pieces)
             pieces.append(child)
             child_end = child.end if child.end is not None else cursor
-            if child.end is not None and child.end > end + 1.0:  # closed after op returned
+            if child.end is not None and child.end > end + CLOCK_RESOLUTION_US:  # closed later
                 child_end = cursor if child_start is None else max(child_start, cursor)
             cursor = max(cursor, min(child_end, end))
         if cursor < end or not segments:

@@ -13,6 +13,10 @@ from typing import Any, Optional, Union
 import msgspec
 from msgspec import field
 
+#: Kineto timestamps are microseconds, and the CPU and GPU clocks agree to about one: an order
+#: of measured events is only trusted beyond this.
+CLOCK_RESOLUTION_US = 1.0
+
 
 def _as_int(value: Union[int, str, None]) -> Optional[int]:
     """An id that may be written as an int or a string (``"7"``, HIP's ``"0x0"``)."""

@@ -15,12 +15,9 @@ from typing import Optional
 
 import msgspec
 
-from chakra.ingest.device_model import KinetoEvent
+from chakra.ingest.device_model import CLOCK_RESOLUTION_US, KinetoEvent
 from chakra.ingest.host_model import HostOp
 from chakra.link.model import Edge, EdgeKind, GpuNode, JoinStrategy, Number
-
-#: Kineto timestamps are microseconds; CPU and GPU clocks agree to about one.
-CLOCK_RESOLUTION_US = 1.0
 
 
 class Verification(msgspec.Struct, frozen=True):
