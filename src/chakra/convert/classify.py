@@ -117,11 +117,11 @@ class Classifier:
             if _is_comm_kernel(node):
                 return self._comm(node, is_cpu_op=False)
             return Classified(NodeType.COMP_NODE, False)
-        if self._is_host_collective(node):
+        if self.is_host_collective(node):
             return self._comm(node, is_cpu_op=True)
         return Classified(NodeType.COMP_NODE, True)
 
-    def _is_host_collective(self, node: EtPlusNode) -> bool:
+    def is_host_collective(self, node: EtPlusNode) -> bool:
         """Collectives of CPU backends: when no GPU kernel communicates, the ``gloo:*`` ops
         if the trace has them, else the ``c10d::*`` ones. With NCCL, the kernels are the
         communication and the host ops only launch them."""

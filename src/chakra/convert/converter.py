@@ -30,7 +30,6 @@ from chakra.convert.graph import (
     thread_chains,
 )
 from chakra.convert.nodes import (
-    COMM_NODE_TYPES,
     build_node,
     delay_node,
     idle_node,
@@ -128,11 +127,7 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     graph = Graph(by_id)
     segments = Segmentation(max(by_id) + 1)
     classifier = Classifier(by_id)
-    distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
-    kinds = {node.id: distinct.setdefault(kind, kind)
-             for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
-    host_comms = {node.id for node in trace.nodes
-                  if not node.is_gpu and kinds[node.id].node_type in COMM_NODE_TYPES}  # fmt: skip
+    host_comms = {n.id for n in trace.nodes if not n.is_gpu and classifier.is_host_collective(n)}
     idle = thread_chains(trace, by_id, graph, options.gaps, segments, host_comms)
     segments.pieces.clear()  # program order is in the graph now; frees a list per host op
     evidence(trace, graph, segments)
@@ -145,6 +140,9 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     broken = break_cycles(graph.deps, graph.ids, start_us)
     timed = ((n.id, start_us[n.id]) for n in trace.nodes if n.ts is not None and n.end is not None)
     delays = add_delays(timed, graph, measured_end, segments.next_id)
+    distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
+    kinds = {node.id: distinct.setdefault(kind, kind)
+             for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
     types = Counter(kind.node_type.name for kind in kinds.values())
     types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays)
     warnings = [f"{count} x {what}" for what, count in sorted(classifier.guesses.items())]

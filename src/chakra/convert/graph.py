@@ -151,7 +151,7 @@ def thread_chains(
         parent = node.ran_under if node.ran_under in by_id else node.ctrl_deps
         if not node.is_gpu and parent in by_id and parent != node.id:
             children[parent].append(node)
-    first = first_starts(trace.nodes, children)
+    first = first_starts((n for n in trace.nodes if not n.is_gpu), children)
     for parent_id, kids in children.items():
         children[parent_id] = program_order(kids, first)
     cuts = cut_points(trace.nodes, _sync_calls(trace))
