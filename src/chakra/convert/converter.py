@@ -138,7 +138,8 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     measured_end = _measured_ends(by_id, segments, idle)
     contradicting = drop_contradicting(graph, start_us, measured_end)
     broken = break_cycles(graph.deps, graph.ids, start_us)
-    timed = ((n.id, start_us[n.id]) for n in trace.nodes if n.ts is not None and n.end is not None)
+    timed = [(n.id, start_us[n.id]) for n in trace.nodes if n.ts is not None and n.end is not None]
+    timed += [(s.node_id, s.start) for s in segments.extra]  # later segments wait too
     delays = add_delays(timed, graph, measured_end, segments.next_id)
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
     kinds = {node.id: distinct.setdefault(kind, kind)
@@ -203,8 +204,10 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
     for gap in plan.idle:
         yield idle_node(gap.node_id, by_id[gap.before], gap.duration_us,
                         sorted(deps.get(gap.node_id, ())))  # fmt: skip
-    for delay in plan.delays:
-        yield delay_node(delay, by_id[delay.before], sorted(deps.get(delay.node_id, ())))
+    op_of = {segment.node_id: segment.op_id for segment in plan.segments.extra}
+    for delay in plan.delays:  # before an op, or before a later segment of one
+        before = by_id[op_of.get(delay.before, delay.before)]
+        yield delay_node(delay, before, sorted(deps.get(delay.node_id, ())))
 
 
 def convert_file(

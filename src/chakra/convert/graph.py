@@ -15,7 +15,7 @@ from typing import Optional, Union
 import msgspec
 
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, Number
-from chakra.convert.segments import Segment, Segmentation, cut_points
+from chakra.convert.segments import Segment, Segmentation, SyncCall, cut_points
 from chakra.ingest.device_model import CLOCK_RESOLUTION_US
 from chakra.ingest.vocabulary import PROCESS_ROOT_NAMES, THREAD_ROOT_NAMES
 
@@ -154,11 +154,16 @@ def thread_chains(
     first = first_starts((n for n in trace.nodes if not n.is_gpu), children)
     for parent_id, kids in children.items():
         children[parent_id] = program_order(kids, first)
-    cuts = cut_points(trace.nodes, _sync_calls(trace))
+    calls = sync_calls(trace, by_id)
+    cuts = cut_points(trace.nodes, calls)
+    resumes: dict[int, dict[Number, Number]] = defaultdict(dict)
+    for call in calls:
+        resumes[call.host][call.start] = call.resumed
     for node in trace.nodes:
         if not node.is_gpu and node.ts is not None and node.end is not None:
             segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()), first,
-                           anchor_last=node.id in meets_last)  # fmt: skip
+                           anchor_last=node.id in meets_last,
+                           resumes=resumes.get(node.id))  # fmt: skip
     graph.ids.update(segment.node_id for segment in segments.extra)
     idle: list[IdleNode] = []
     last: dict[int, int] = {}
@@ -211,10 +216,40 @@ def thread_chains(
     return idle
 
 
-def _sync_calls(trace: EtPlusTrace) -> list[tuple[Optional[int], Optional[Number]]]:
+def sync_calls(trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode]) -> list[SyncCall]:
+    """The synchronising calls made inside timed host ops, each with when it stopped
+    being blocked: the end of the last GPU op it waited for, clipped to the call."""
     if trace.link is None:
         return []
-    return [(d.via_host, d.via_end) for d in trace.link.dependencies if d.kind == "host_sync"]
+    waited: dict[tuple[int, Number, Number], Number] = {}
+    for dep in trace.link.dependencies:
+        if dep.kind != "host_sync" or dep.via_host is None:
+            continue
+        if dep.via_ts is None or dep.via_end is None:
+            continue
+        key = (dep.via_host, dep.via_ts, dep.via_end)
+        gpu = by_id.get(dep.src)
+        gpu_end = gpu.end if gpu is not None and gpu.end is not None else dep.via_ts
+        waited[key] = max(waited.get(key, dep.via_ts), min(gpu_end, dep.via_end))
+    return [SyncCall(host, start, end, resumed) for (host, start, end), resumed in waited.items()]
+
+
+def _waiting_parent(src: int, dst: Optional[int], by_id, graph: Graph, segments) -> None:
+    """A thread that waited for another inside an op (the main thread in ``ProfilerStep`` or
+    ``## backward ##`` while the autograd thread runs): the op's own time right before the
+    waiting child starts when the other thread's op ended, and depends on it."""
+    waiting = by_id.get(dst) if dst is not None else None
+    source = by_id.get(src)
+    if waiting is None or waiting.ts is None or source is None or source.end is None:
+        return
+    parent = waiting.ran_under if waiting.ran_under is not None else waiting.ctrl_deps
+    if parent is None or parent == waiting.id:
+        return
+    last = segments.segments.get(src)
+    ended = last[-1].end if last else source.end  # the node the edge leaves from
+    segment = segments.wait_before(parent, waiting.ts, ended)
+    if segment is not None:
+        graph.add(segments.last(src), segment, "inter_thread")
 
 
 def evidence(trace: EtPlusTrace, graph: Graph, segments: Segmentation) -> None:
@@ -224,17 +259,20 @@ def evidence(trace: EtPlusTrace, graph: Graph, segments: Segmentation) -> None:
     For reference ET+ (no ``chakra_link``), stream order is rebuilt from the GPU nodes and
     ``sync_dep``/``inter_thread_dep`` are used."""
     gpu = [n for n in trace.nodes if n.is_gpu]
+    trace_by_id = {n.id: n for n in trace.nodes} if trace.link is not None else {}
     for node in gpu:
         launch = node.launch.ts if node.launch is not None else None
         src = segments.ending_by(node.ctrl_deps, launch) if launch is not None else None
         graph.add(src if src is not None else node.ctrl_deps, node.id, "launch")
     if trace.link is not None:
         for dep in trace.link.dependencies:
-            if dep.kind == "host_sync":
-                after = segments.starting_at(dep.via_host, dep.via_end) if dep.via_host else None
-                graph.add(dep.src, after if after is not None else dep.dst, dep.kind)
+            if dep.kind == "host_sync":  # the call's own segment waits for the GPU
+                call = dep.via_ts if dep.via_ts is not None else dep.via_end
+                inside = segments.containing(dep.via_host, call) if dep.via_host else None
+                graph.add(dep.src, inside if inside is not None else dep.dst, dep.kind)
             elif dep.kind == "inter_thread":
                 graph.add(segments.last(dep.src), dep.dst, dep.kind)
+                _waiting_parent(dep.src, dep.dst, trace_by_id, graph, segments)
             elif dep.kind in ("stream_order", "event_wait"):
                 graph.add(dep.src, dep.dst, dep.kind)
         return

@@ -50,13 +50,17 @@ class Segmentation:
         cuts: Iterable[Number],
         first: Mapping[int, Optional[Number]],
         anchor_last: bool = False,
+        resumes: Optional[Mapping[Number, Number]] = None,
     ):
         """Record ``op``'s segments and pieces (``op`` must be timed). ``children`` come in
         program order; ``first`` gives each child's earliest measured start in its subtree
         (an untimed child starts where its timed descendants do). ``anchor_last``: the op's
         own id goes to its last segment instead of its first (a communication op: its
         last segment is where it completes, which no member of the group can do before
-        every member has arrived, so that is where it meets the other ranks)."""
+        every member has arrived, so that is where it meets the other ranks). ``resumes``:
+        for each synchronising call the op makes, its start -> when it stopped being
+        blocked; the segment of the call starts there, so the blocked time is in no node's
+        duration (the GPU edge produces it)."""
         start, end = op.ts, op.end
         assert start is not None and end is not None
         points = sorted({t for t in cuts if start < t < end})
@@ -76,10 +80,28 @@ class Segmentation:
             cursor = max(cursor, min(child_end, end))
         if cursor < end or not segments:
             self._own_time(op, cursor, max(cursor, end), points, segments, pieces)
+        if resumes:
+            segments, pieces = self._remove_blocked(segments, pieces, resumes)
         if anchor_last and len(segments) > 1:
             segments, pieces = self._anchor_last(op.id, segments, pieces)
         self.segments[op.id] = segments
         self.pieces[op.id] = pieces
+
+    def _remove_blocked(self, segments: list[Segment], pieces: list[Piece], resumes):
+        """Each segment that begins where a synchronising call begins starts when the call
+        stopped being blocked instead."""
+        moved = {}
+        for segment in segments:
+            resumed = resumes.get(segment.start)
+            if resumed is not None and resumed > segment.start:
+                moved[id(segment)] = msgspec.structs.replace(
+                    segment, start=min(resumed, segment.end)
+                )
+        if not moved:
+            return segments, pieces
+        self.extra = [moved.get(id(s), s) for s in self.extra]
+        return ([moved.get(id(s), s) for s in segments],
+                [moved.get(id(p), p) for p in pieces])  # fmt: skip
 
     def _anchor_last(self, op_id: int, segments: list[Segment], pieces: list[Piece]):
         """Give the op's id to its last segment (and the last segment's id to the first)."""
@@ -118,13 +140,34 @@ class Segmentation:
         index = bisect_right(ends, instant) - 1
         return segments[max(index, 0)].node_id
 
-    def starting_at(self, op_id: int, instant: Number) -> Optional[int]:
-        """The op's segment that starts at ``instant`` (a continuation after a call; never
-        its first segment)."""
-        for segment in self.segments.get(op_id, ())[1:]:
-            if segment.start == instant:
-                return segment.node_id
-        return None
+    def wait_before(self, op_id: int, instant: Number, resumed: Number) -> Optional[int]:
+        """The op's segment that ends at ``instant`` (its own time right before a child op
+        that started then), now starting at ``resumed`` when the thread was waiting until
+        then (for another thread): the wait is left to the edge that explains it. Returns
+        the segment's id, or None when the op has no segment ending there."""
+        segments = self.segments.get(op_id)
+        if not segments:
+            return None
+        index = bisect_right([s.end for s in segments], instant) - 1
+        if index < 0 or segments[index].end != instant:
+            return None
+        segment = segments[index]
+        if segment.start < resumed:
+            moved = msgspec.structs.replace(segment, start=min(resumed, segment.end))
+            segments[index] = moved
+            if moved.node_id != op_id:
+                self.extra = [moved if s is segment else s for s in self.extra]
+        return segment.node_id
+
+    def containing(self, op_id: int, instant: Number) -> Optional[int]:
+        """The op's first segment that ends after ``instant``: the one a synchronising
+        call starting at ``instant`` made (its blocked time removed), else what followed."""
+        segments = self.segments.get(op_id)
+        if not segments:
+            return None
+        ends = [s.end for s in segments]
+        index = bisect_right(ends, instant)
+        return segments[index].node_id if index < len(segments) else None
 
     def last(self, op_id: int) -> int:
         segments = self.segments.get(op_id)
@@ -139,17 +182,25 @@ class Segmentation:
         return None
 
 
-def cut_points(
-    nodes: Iterable[EtPlusNode], sync_calls: Iterable[tuple[Optional[int], Optional[Number]]]
-) -> Mapping[int, list[Number]]:
-    """Where each host op's own time is cut: at launches of GPU ops it parents, at the ends
-    of synchronising calls it encloses."""
+class SyncCall(msgspec.Struct, frozen=True, gc=False):
+    """A synchronising call made inside host op ``host``: it ran from ``start`` to ``end``
+    and was blocked until ``resumed`` (when the last GPU op it waited for ended, clipped to
+    the call): only ``resumed``..``end`` is the call's own time."""
+
+    host: int
+    start: Number
+    end: Number
+    resumed: Number
+
+
+def cut_points(nodes: Iterable[EtPlusNode], sync_calls: Iterable[SyncCall]):
+    """Where each host op's own time is cut: at launches of GPU ops it parents, at the
+    start and the end of synchronising calls it encloses."""
     cuts: dict[int, list[Number]] = {}
     for node in nodes:
         launch = node.launch if node.is_gpu else None
         if launch is not None and launch.ts is not None and node.ctrl_deps is not None:
             cuts.setdefault(node.ctrl_deps, []).append(launch.ts)
-    for host, end in sync_calls:
-        if host is not None and end is not None:
-            cuts.setdefault(host, []).append(end)
+    for call in sync_calls:
+        cuts.setdefault(call.host, []).extend((call.start, call.end))
     return cuts
