@@ -46,6 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--integer-timestamps", action="store_true", help="whole-µs timestamps in the traces"
     )
     parser.add_argument("--gzip", action="store_true", help="gzip the per-rank files")
+    for resource, what in (("gpu", "kernel, memcpy and memset durations"),
+                           ("cpu", "host op, gap and runtime call times"),
+                           ("network", "collective transfer times")):  # fmt: skip
+        parser.add_argument(
+            f"--{resource}-factor",
+            type=float,
+            default=1.0,
+            metavar="F",
+            help=f"multiply {what} by F > 0; same program, same random draws (default: 1)",
+        )
     parser.add_argument(
         "--validate", action="store_true", help="re-read the output and check its invariants"
     )
@@ -62,6 +72,9 @@ def _synth(args: argparse.Namespace) -> None:
         host_step=args.host_step,
         integer_timestamps=args.integer_timestamps,
         gzip=args.gzip,
+        gpu_factor=args.gpu_factor,
+        cpu_factor=args.cpu_factor,
+        network_factor=args.network_factor,
     )
     options = options_with_vintages(options, args.vintage)
     summary = generate_job(options, args.out_dir)
