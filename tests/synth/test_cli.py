@@ -48,12 +48,13 @@ def test_missing_arguments_exit_2() -> None:
     assert "usage:" in result.stderr
 
 
-def test_speed_flags_reach_the_truth(tmp_path: Path) -> None:
+def test_speed_and_copy_flags_reach_the_truth(tmp_path: Path) -> None:
     result = synth("--out-dir", str(tmp_path), "--steps", "1", "--ops-per-step", "30",
                    "--gpu-factor", "0.5", "--cpu-factor", "2", "--network-factor", "0.25",
-                   "--validate")  # fmt: skip
+                   "--pageable-async-copy", "--validate")  # fmt: skip
     assert result.returncode == 0, result.stderr
     options = load_json(tmp_path / "job.truth.json")["options"]
+    assert options["pageable_async_copy"] is True
     assert (options["gpu_factor"], options["cpu_factor"], options["network_factor"]) == (
         0.5, 2.0, 0.25)  # fmt: skip
 

@@ -46,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--integer-timestamps", action="store_true", help="whole-µs timestamps in the traces"
     )
     parser.add_argument("--gzip", action="store_true", help="gzip the per-rank files")
+    parser.add_argument(
+        "--pageable-async-copy",
+        action="store_true",
+        help="add a cudaMemcpyAsync to pageable memory that blocks the CPU (a host sync)",
+    )
     for resource, what in (("gpu", "kernel, memcpy and memset durations"),
                            ("cpu", "host op, gap and runtime call times"),
                            ("network", "collective transfer times")):  # fmt: skip
@@ -75,6 +80,7 @@ def _synth(args: argparse.Namespace) -> None:
         gpu_factor=args.gpu_factor,
         cpu_factor=args.cpu_factor,
         network_factor=args.network_factor,
+        pageable_async_copy=args.pageable_async_copy,
     )
     options = options_with_vintages(options, args.vintage)
     summary = generate_job(options, args.out_dir)

@@ -40,7 +40,10 @@ class SynthOptions:
     writes whole microseconds instead of 3-decimal floats. ``gzip`` compresses every file.
     ``tied_zero_ops`` precedes some host ops with a 0 us sibling (``aten::lift_fresh``)
     that starts at the same instant, which sorting by (start, longest first) puts out of
-    program order (real traces have them).
+    program order (real traces have them). ``pageable_async_copy`` adds, after
+    ``loss.item()``, a ``tensor.cpu()`` whose ``cudaMemcpyAsync`` copies to pageable memory
+    and so blocks the CPU until the copy ends (real traces have them; the linker takes them
+    for host syncs).
 
     The speed factors record the same program at another speed: every random draw is the
     same, only the times it yields are multiplied (then rounded to whole ns).
@@ -67,6 +70,7 @@ class SynthOptions:
     gpu_factor: float = 1.0
     cpu_factor: float = 1.0
     network_factor: float = 1.0
+    pageable_async_copy: bool = False
 
     def __post_init__(self) -> None:
         _check_range("seed", self.seed, 0, 2**63 - 1)
@@ -100,13 +104,16 @@ class SynthOptions:
     def describe(self) -> dict:
         """The options as a JSON-ready mapping (written into every truth file).
 
-        The speed factors appear (all three) only when one of them is not 1, so that a
-        job at full speed describes itself exactly as before the factors existed.
+        The speed factors appear (all three) only when one of them is not 1, and
+        ``pageable_async_copy`` only when on, so that default options describe themselves
+        exactly as before these fields existed.
         """
         described = dataclasses.asdict(self)
         if all(described[name] == 1.0 for name in SPEED_FACTORS):
             for name in SPEED_FACTORS:
                 del described[name]
+        if not self.pageable_async_copy:
+            del described["pageable_async_copy"]
         described["vintages"] = list(self.vintages())
         return described
 

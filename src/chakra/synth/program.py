@@ -202,10 +202,12 @@ def _copy(api: str, name: str, stream: int, base_us: int, nbytes: int, blocking:
     return Launch(api, Category.GPU_MEMCPY, name, stream, base_us * US, nbytes, blocking=blocking)
 
 
-def _to_copy(launch: Launch, record: EventRecord = None) -> Iterator[object]:
-    """``aten::to`` -> ``aten::_to_copy`` -> ``aten::copy_`` issuing ``launch``."""
+def _to_copy(
+    launch: Launch, record: EventRecord = None, device: str = "cuda:0"
+) -> Iterator[object]:
+    """``aten::to`` (to ``device``) -> ``aten::_to_copy`` -> ``aten::copy_`` issuing ``launch``."""
     shape = ("Tensor(float)", (launch.nbytes // 4,))
-    yield OpBegin("aten::to", inputs=(shape, ("Device", "cuda:0"), ("Bool", True)))
+    yield OpBegin("aten::to", inputs=(shape, ("Device", device), ("Bool", True)))
     yield OpBegin("aten::_to_copy", inputs=(shape,))
     yield OpBegin("aten::copy_", inputs=(shape, shape, ("Bool", True)))
     yield launch
@@ -330,15 +332,21 @@ def _optimizer(waits: tuple[int, ...]) -> Iterator[object]:
     yield _END
 
 
-def _epilogue(counters: _Counters) -> Iterator[object]:
-    """``loss.item()`` (a blocking cudaMemcpy), a metrics copy out on the copy stream with a
-    stream sync, an event sync, a device sync."""
+def _epilogue(counters: _Counters, pageable_async_copy: bool) -> Iterator[object]:
+    """``loss.item()`` (a blocking cudaMemcpy), with ``pageable_async_copy`` a ``.cpu()``
+    whose cudaMemcpyAsync to pageable memory blocks as well, a metrics copy out on the copy
+    stream with a stream sync, an event sync, a device sync."""
     scalar = ("Tensor(float)", ())
     yield OpBegin("aten::item", inputs=(scalar,))
     yield OpBegin("aten::_local_scalar_dense", inputs=(scalar,))
     yield _copy("cudaMemcpy", MEMCPY_DTOH_PAGEABLE, COMPUTE_STREAM, 2, 4, blocking=True)
     yield _END
     yield _END
+    if pageable_async_copy:
+        copy = _copy(
+            "cudaMemcpyAsync", MEMCPY_DTOH_PAGEABLE, COMPUTE_STREAM, 4, 1 << 14, blocking=True
+        )
+        yield from _to_copy(copy, device="cpu")
     yield Gap(5 * US, 30 * US)
     metrics_ready = counters.next_event()
     yield EventRecord(COMPUTE_STREAM, metrics_ready)
@@ -371,5 +379,5 @@ def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
         yield SwitchThread(0, 10 * US, 30 * US)
         yield from _optimizer((last_reduce, scatter_done))
         yield Gap(5 * US, 20 * US)
-        yield from _epilogue(counters)
+        yield from _epilogue(counters, plan.options.pageable_async_copy)
         yield _END
