@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.synth.conftest import load_json
+
 
 def synth(*args: str) -> subprocess.CompletedProcess:
     script = Path(sys.executable).parent / "chakra_synth"
@@ -44,3 +46,23 @@ def test_missing_arguments_exit_2() -> None:
     result = synth()
     assert result.returncode == 2
     assert "usage:" in result.stderr
+
+
+def test_speed_and_copy_flags_reach_the_truth(tmp_path: Path) -> None:
+    result = synth("--out-dir", str(tmp_path), "--steps", "1", "--ops-per-step", "30",
+                   "--gpu-factor", "0.5", "--cpu-factor", "2", "--network-factor", "0.25",
+                   "--pageable-async-copy", "--validate")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    options = load_json(tmp_path / "job.truth.json")["options"]
+    assert options["pageable_async_copy"] is True
+    assert (options["gpu_factor"], options["cpu_factor"], options["network_factor"]) == (
+        0.5, 2.0, 0.25)  # fmt: skip
+
+
+def test_bad_factor_is_one_line_status_1(tmp_path: Path) -> None:
+    result = synth("--out-dir", str(tmp_path), "--gpu-factor", "-2")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "chakra_synth: error: gpu_factor must be a finite number above 0, not -2.0"
+    ]
+    assert list(tmp_path.iterdir()) == []

@@ -47,6 +47,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--gzip", action="store_true", help="gzip the per-rank files")
     parser.add_argument(
+        "--pageable-async-copy",
+        action="store_true",
+        help="add a cudaMemcpyAsync to pageable memory that blocks the CPU (a host sync)",
+    )
+    for resource, what in (("gpu", "kernel, memcpy and memset durations"),
+                           ("cpu", "host op, gap and runtime call times"),
+                           ("network", "collective transfer times")):  # fmt: skip
+        parser.add_argument(
+            f"--{resource}-factor",
+            type=float,
+            default=1.0,
+            metavar="F",
+            help=f"multiply {what} by F > 0; same program, same random draws (default: 1)",
+        )
+    parser.add_argument(
         "--validate", action="store_true", help="re-read the output and check its invariants"
     )
     add_log_level_option(parser)
@@ -62,6 +77,10 @@ def _synth(args: argparse.Namespace) -> None:
         host_step=args.host_step,
         integer_timestamps=args.integer_timestamps,
         gzip=args.gzip,
+        gpu_factor=args.gpu_factor,
+        cpu_factor=args.cpu_factor,
+        network_factor=args.network_factor,
+        pageable_async_copy=args.pageable_async_copy,
     )
     options = options_with_vintages(options, args.vintage)
     summary = generate_job(options, args.out_dir)

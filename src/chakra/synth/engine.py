@@ -14,6 +14,7 @@ from typing import Optional
 
 import msgspec
 
+from chakra.synth.options import scale_ns
 from chakra.synth.program import US, JobPlan, rank_actions
 from chakra.synth.records import (
     DeviceSync,
@@ -55,6 +56,8 @@ class RankEngine:
     Times only move forward on the CPU clock ``now``; a GPU op starts no earlier than the end
     of its launch call plus a launch latency, the end of the previous op on its stream and the
     GPU ops its stream waits for (events); a blocking call returns after what it waits for.
+    The options' speed factors scale what is drawn, after the draw (:meth:`_cpu_ns`,
+    :meth:`_duration`), so every factor draws the same random sequence.
     """
 
     def __init__(self, plan: JobPlan, rank: int, sink: RankSink) -> None:
@@ -64,6 +67,7 @@ class RankEngine:
         self._legacy = options.legacy_host_et
         self._tied_zero_ops = options.tied_zero_ops
         self._host_step = options.host_step
+        self._cpu_factor, self._gpu_factor = options.cpu_factor, options.gpu_factor
         identity = rank_identity(plan, rank)
         self.device, self.tids = identity.device, identity.tids
         self.now = identity.start_ns + self._rng.randrange(50 * US)
@@ -122,6 +126,10 @@ class RankEngine:
     def _uniform(self, low_ns: int, high_ns: int) -> int:
         return low_ns + int(self._rng.random() * (high_ns - low_ns))
 
+    def _cpu_ns(self, low_ns: int, high_ns: int) -> int:
+        """A span on the CPU clock drawn from [low_ns, high_ns), times ``cpu_factor``."""
+        return scale_ns(self._uniform(low_ns, high_ns), self._cpu_factor)
+
     # --- host ops -----------------------------------------------------------------------------
 
     def _begin(self, action: OpBegin) -> None:
@@ -138,7 +146,7 @@ class RankEngine:
     def _open(self, action: OpBegin, jitter: bool) -> None:
         stack = self._stacks[self._thread]
         if jitter:
-            self.now += self._uniform(300, 2 * US)
+            self.now += self._cpu_ns(300, 2 * US)
         op = OpenOp(action, self.now)
         parent = stack[-1] if stack else None
         self._rf_id += 2 if self._rng.random() < 0.03 else 1
@@ -160,7 +168,7 @@ class RankEngine:
         if action.step >= 0 and self._covered and not self._pg_init_written and not self._legacy:
             self._write_pg_init(op)
         if jitter:
-            self.now += self._uniform(500, 3 * US)
+            self.now += self._cpu_ns(500, 3 * US)
 
     def _assign_host_id(self, op: OpenOp, parent: Optional[OpenOp]) -> None:
         root = self._thread_roots[self._thread]
@@ -217,7 +225,7 @@ class RankEngine:
         stack = self._stacks[self._thread]
         op = stack.pop()
         if jitter:
-            self.now += self._uniform(300, 2 * US)
+            self.now += self._cpu_ns(300, 2 * US)
         action = op.action
         fw_parent = 0
         if action.backward_of >= 0:
@@ -233,12 +241,12 @@ class RankEngine:
             self._last_shallow[self._thread] = op.host_id
 
     def _gap(self, action: Gap) -> None:
-        self.now += self._uniform(action.low_ns, action.high_ns)
+        self.now += self._cpu_ns(action.low_ns, action.high_ns)
 
     def _switch(self, action: SwitchThread) -> None:
         self._inter_thread_src = self._last_shallow[self._thread]
         self._thread = action.thread
-        self.now += self._uniform(action.low_ns, action.high_ns)
+        self.now += self._cpu_ns(action.low_ns, action.high_ns)
 
     # --- runtime calls and GPU ops ------------------------------------------------------------
 
@@ -249,8 +257,10 @@ class RankEngine:
         return state
 
     def _call(self, name: str, dur_ns: int, stream: Optional[int]) -> RuntimeRecord:
-        """A runtime call starting now and lasting ``dur_ns``; ``now`` moves to its end."""
-        self.now += self._uniform(200, US)
+        """A runtime call starting now and lasting ``dur_ns`` (drawn at CPU factor 1, scaled
+        here); ``now`` moves to its end."""
+        self.now += self._cpu_ns(200, US)
+        dur_ns = scale_ns(dur_ns, self._cpu_factor)
         op = self._stacks[self._thread][-1]
         self._correlation += 1
         record = RuntimeRecord(self._correlation, name, self.tids[self._thread], self.now,
@@ -274,7 +284,7 @@ class RankEngine:
             call = self._call(action.api, 0, action.stream)
             start = self._earliest_start(stream, call.ts_ns + self._uniform(US, 2 * US))
             end = start + self._duration(action.base_ns)
-            self.now = end + self._uniform(US, 3 * US)
+            self.now = end + self._cpu_ns(US, 3 * US)
             call = msgspec.structs.replace(call, end_ns=self.now)
             self._finish_gpu(action, call, start, end)
             self._edge("host_sync", f"gpu:{call.correlation}", f"runtime:{call.correlation}")
@@ -284,7 +294,11 @@ class RankEngine:
         self._finish_gpu(action, call, start, start + self._duration(action.base_ns))
 
     def _duration(self, base_ns: int) -> int:
-        return max(1_000, int(base_ns * (0.85 + 0.3 * self._rng.random())))
+        """``base_ns`` with +-15% noise, at least 1 us, then times ``gpu_factor`` (at least 1
+        ns): the minimum applies before the factor, so every GPU op of a job at factor F
+        lasts F times as long as at factor 1 (to the ns)."""
+        drawn = max(1_000, int(base_ns * (0.85 + 0.3 * self._rng.random())))
+        return max(1, scale_ns(drawn, self._gpu_factor))
 
     def _enqueue_collective(self, action: Launch) -> tuple[RuntimeRecord, int]:
         stream = self._stream(action.stream)
@@ -344,7 +358,7 @@ class RankEngine:
         call = self._call(name, self._uniform(2 * US, 4 * US), stream)
         end = call.end_ns
         for _correlation, gpu_end in waited:
-            end = max(end, gpu_end + self._uniform(US, 3 * US))
+            end = max(end, gpu_end + self._cpu_ns(US, 3 * US))
         self.now = end
         call = msgspec.structs.replace(call, end_ns=end)
         self._emit_call(call)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable
 from typing import Optional
 
@@ -39,7 +40,20 @@ class SynthOptions:
     writes whole microseconds instead of 3-decimal floats. ``gzip`` compresses every file.
     ``tied_zero_ops`` precedes some host ops with a 0 us sibling (``aten::lift_fresh``)
     that starts at the same instant, which sorting by (start, longest first) puts out of
-    program order (real traces have them).
+    program order (real traces have them). ``pageable_async_copy`` adds, after
+    ``loss.item()``, a ``tensor.cpu()`` whose ``cudaMemcpyAsync`` copies to pageable memory
+    and so blocks the CPU until the copy ends (real traces have them; the linker takes them
+    for host syncs).
+
+    The speed factors record the same program at another speed: every random draw is the
+    same, only the times it yields are multiplied (then rounded to whole ns).
+    ``gpu_factor`` scales the duration of every kernel, memcpy and memset (not NCCL
+    kernels, which last as long as their transfer); ``cpu_factor`` every span on the CPU
+    clock (host op work and jitter, idle gaps, thread switches, runtime call durations, the
+    wake-up after a blocking call); ``network_factor`` a collective's transfer time
+    (latency and bandwidth parts). The launch latency (call end to GPU start) is scaled by
+    none of them. Each is a finite number above 0; at 1 (the default) the files are
+    byte-identical to a generation without the knob, and :meth:`describe` omits them.
     """
 
     seed: int = 0
@@ -53,6 +67,10 @@ class SynthOptions:
     integer_timestamps: bool = False
     gzip: bool = False
     tied_zero_ops: bool = False
+    gpu_factor: float = 1.0
+    cpu_factor: float = 1.0
+    network_factor: float = 1.0
+    pageable_async_copy: bool = False
 
     def __post_init__(self) -> None:
         _check_range("seed", self.seed, 0, 2**63 - 1)
@@ -61,6 +79,8 @@ class SynthOptions:
         _check_range("ops_per_step", self.ops_per_step, 1, MAX_OPS_PER_STEP)
         if self.host_step is not None:
             _check_range("host_step", self.host_step, 0, self.steps - 1)
+        for name in SPEED_FACTORS:
+            object.__setattr__(self, name, _checked_factor(name, getattr(self, name)))
 
     @property
     def kineto_has_rf_id(self) -> bool:
@@ -82,10 +102,38 @@ class SynthOptions:
         return tuple(names) or ("modern",)
 
     def describe(self) -> dict:
-        """The options as a JSON-ready mapping (written into every truth file)."""
+        """The options as a JSON-ready mapping (written into every truth file).
+
+        The speed factors appear (all three) only when one of them is not 1, and
+        ``pageable_async_copy`` only when on, so that default options describe themselves
+        exactly as before these fields existed.
+        """
         described = dataclasses.asdict(self)
+        if all(described[name] == 1.0 for name in SPEED_FACTORS):
+            for name in SPEED_FACTORS:
+                del described[name]
+        if not self.pageable_async_copy:
+            del described["pageable_async_copy"]
         described["vintages"] = list(self.vintages())
         return described
+
+
+#: The :class:`SynthOptions` fields that scale one resource's time.
+SPEED_FACTORS = ("gpu_factor", "cpu_factor", "network_factor")
+
+
+def scale_ns(duration_ns: int, factor: float) -> int:
+    """``duration_ns`` times ``factor`` rounded to the nearest ns; exactly ``duration_ns``
+    when ``factor`` is 1."""
+    return duration_ns if factor == 1.0 else round(duration_ns * factor)
+
+
+def _checked_factor(name: str, value: object) -> float:
+    """``value`` as a float when it is a finite number above 0, else one-line error."""
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not is_number or not math.isfinite(value) or value <= 0:
+        raise SynthOptionsError(f"{name} must be a finite number above 0, not {value!r}")
+    return float(value)
 
 
 def _check_range(name: str, value: object, low: int, high: int) -> None:

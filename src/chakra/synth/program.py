@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import msgspec
 
 from chakra.synth import model
-from chakra.synth.options import SynthOptions
+from chakra.synth.options import SynthOptions, scale_ns
 from chakra.synth.records import (
     CollectiveCall,
     DeviceSync,
@@ -89,10 +89,11 @@ def plan_job(options: SynthOptions) -> JobPlan:
     return JobPlan(options, tuple(groups), layers, layer, model.loss_op())
 
 
-def transfer_ns(kind: str, nelems: int, group_size: int) -> int:
-    """Time a collective moves data once its last member has started (bandwidth model)."""
+def transfer_ns(kind: str, nelems: int, group_size: int, network_factor: float = 1.0) -> int:
+    """Time a collective moves data once its last member has started (bandwidth model:
+    latency plus bytes on the wire over link bandwidth, both times ``network_factor``)."""
     wire = nelems * 4 * traffic_factor(kind, group_size)
-    return COLLECTIVE_LATENCY_NS + int(wire / LINK_BYTES_PER_NS)
+    return scale_ns(COLLECTIVE_LATENCY_NS + int(wire / LINK_BYTES_PER_NS), network_factor)
 
 
 class _Counters:
@@ -113,7 +114,7 @@ class _Counters:
         return self.event
 
 
-def _call(counters: _Counters, rank: int, kind: str, group: ProcessGroup) -> CollectiveCall:
+def _call(counters: _Counters, plan: JobPlan, kind: str, group: ProcessGroup) -> CollectiveCall:
     n = len(group.ranks)
     base = _MESSAGE_NELEMS["send_recv" if kind in ("send", "recv") else kind]
     in_n, out_n = base, base
@@ -130,7 +131,7 @@ def _call(counters: _Counters, rank: int, kind: str, group: ProcessGroup) -> Col
         ranks=group.ranks,
         in_nelems=in_n,
         out_nelems=out_n,
-        transfer_ns=transfer_ns(kind, in_n, n),
+        transfer_ns=transfer_ns(kind, in_n, n, plan.options.network_factor),
     )
 
 
@@ -201,10 +202,12 @@ def _copy(api: str, name: str, stream: int, base_us: int, nbytes: int, blocking:
     return Launch(api, Category.GPU_MEMCPY, name, stream, base_us * US, nbytes, blocking=blocking)
 
 
-def _to_copy(launch: Launch, record: EventRecord = None) -> Iterator[object]:
-    """``aten::to`` -> ``aten::_to_copy`` -> ``aten::copy_`` issuing ``launch``."""
+def _to_copy(
+    launch: Launch, record: EventRecord = None, device: str = "cuda:0"
+) -> Iterator[object]:
+    """``aten::to`` (to ``device``) -> ``aten::_to_copy`` -> ``aten::copy_`` issuing ``launch``."""
     shape = ("Tensor(float)", (launch.nbytes // 4,))
-    yield OpBegin("aten::to", inputs=(shape, ("Device", "cuda:0"), ("Bool", True)))
+    yield OpBegin("aten::to", inputs=(shape, ("Device", device), ("Bool", True)))
     yield OpBegin("aten::_to_copy", inputs=(shape,))
     yield OpBegin("aten::copy_", inputs=(shape, shape, ("Bool", True)))
     yield launch
@@ -244,7 +247,7 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
     send/recv pair mid-way), the loss."""
     pair = plan.pair_group(rank)
     yield from collective_actions(
-        _call(counters, rank, "broadcast", plan.groups[0]), rank, counters, True
+        _call(counters, plan, "broadcast", plan.groups[0]), rank, counters, True
     )
     for layer_index in range(plan.layers):
         for op_index, op in enumerate(plan.layer):
@@ -253,15 +256,15 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
             counters.autograd_seq += 1
             yield from _tree_actions(op.forward, seq=seq, fwd_thread=0, flow_start=True)
             if op_index == 5:
-                call = _call(counters, rank, "all_gather", pair)
+                call = _call(counters, plan, "all_gather", pair)
                 yield from collective_actions(call, rank, counters, True)
         if layer_index == plan.layers // 2:
-            call = _call(counters, rank, "all_to_all", plan.groups[0])
+            call = _call(counters, plan, "all_to_all", plan.groups[0])
             yield from collective_actions(call, rank, counters, True)
             if len(pair.ranks) == 2:
                 kind = "send" if rank == pair.ranks[0] else "recv"
                 yield from collective_actions(
-                    _call(counters, rank, kind, pair), rank, counters, True
+                    _call(counters, plan, kind, pair), rank, counters, True
                 )
     yield Gap(2 * US, 10 * US)
     seq = counters.autograd_seq
@@ -309,10 +312,10 @@ def _backward(
             seq -= 1
             yield Gap(1 * US, 6 * US)
             yield from _backward_node(op, seq)
-        call = _call(counters, rank, "all_reduce", plan.groups[0])
+        call = _call(counters, plan, "all_reduce", plan.groups[0])
         last = layer_index == plan.layers - 1
         yield from collective_actions(call, rank, counters, False, last_reduce if last else 0)
-    call = _call(counters, rank, "reduce_scatter", plan.pair_group(rank))
+    call = _call(counters, plan, "reduce_scatter", plan.pair_group(rank))
     yield from collective_actions(call, rank, counters, False, scatter_done)
 
 
@@ -329,15 +332,21 @@ def _optimizer(waits: tuple[int, ...]) -> Iterator[object]:
     yield _END
 
 
-def _epilogue(counters: _Counters) -> Iterator[object]:
-    """``loss.item()`` (a blocking cudaMemcpy), a metrics copy out on the copy stream with a
-    stream sync, an event sync, a device sync."""
+def _epilogue(counters: _Counters, pageable_async_copy: bool) -> Iterator[object]:
+    """``loss.item()`` (a blocking cudaMemcpy), with ``pageable_async_copy`` a ``.cpu()``
+    whose cudaMemcpyAsync to pageable memory blocks as well, a metrics copy out on the copy
+    stream with a stream sync, an event sync, a device sync."""
     scalar = ("Tensor(float)", ())
     yield OpBegin("aten::item", inputs=(scalar,))
     yield OpBegin("aten::_local_scalar_dense", inputs=(scalar,))
     yield _copy("cudaMemcpy", MEMCPY_DTOH_PAGEABLE, COMPUTE_STREAM, 2, 4, blocking=True)
     yield _END
     yield _END
+    if pageable_async_copy:
+        copy = _copy(
+            "cudaMemcpyAsync", MEMCPY_DTOH_PAGEABLE, COMPUTE_STREAM, 4, 1 << 14, blocking=True
+        )
+        yield from _to_copy(copy, device="cpu")
     yield Gap(5 * US, 30 * US)
     metrics_ready = counters.next_event()
     yield EventRecord(COMPUTE_STREAM, metrics_ready)
@@ -370,5 +379,5 @@ def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
         yield SwitchThread(0, 10 * US, 30 * US)
         yield from _optimizer((last_reduce, scatter_done))
         yield Gap(5 * US, 20 * US)
-        yield from _epilogue(counters)
+        yield from _epilogue(counters, plan.options.pageable_async_copy)
         yield _END
