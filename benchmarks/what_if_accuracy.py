@@ -14,17 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
 from chakra.simulate import Engine, build_graph
 from chakra.simulate.analysis import ScaleRule, scale_durations
-from chakra.simulate.result import rank_results
 from chakra.synth import SynthOptions, generate_job
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 #: (label, synthetic option, factor, scale rules that say the same to the simulator).
 #: GPU kernels: every GPU op but the collectives (their time is the network's).
@@ -79,7 +74,6 @@ def predicted_makespan_us(nodes: list, rules: list[str]) -> float:
     engine.run()
     starts = [min(engine.start[r]) for r in range(len(graphs))]
     ends = [max(engine.end[r]) for r in range(len(graphs))]
-    del rank_results  # noqa: F821 (kept import for readers: per-rank results live there)
     return max(ends) - min(starts)
 
 
