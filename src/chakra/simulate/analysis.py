@@ -174,7 +174,8 @@ def unexplained_on_path(engine: Engine, rank: int = 0) -> float:
     """Total time (µs) of the ``[delay]`` and ``[idle]`` nodes on :func:`critical_chain`:
     how much of the replayed makespan the graph's ops do not explain."""
     start, end, names = engine.start[rank], engine.end[rank], engine.graphs[rank].names
-    return sum(end[n] - start[n] for n in critical_chain(engine, rank) if names[n] in (DELAY, IDLE))
+    chain = critical_chain(engine, rank)
+    return float(sum(end[n] - start[n] for n in chain if names[n] in (DELAY, IDLE)))
 
 
 def log_reference_lines(engine: Engine) -> None:
