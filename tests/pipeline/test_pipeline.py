@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from chakra.pipeline import RankFiles, run_pipeline
+from chakra.pipeline.run import summary_table
 from chakra.synth import SynthOptions, generate_job
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -66,3 +69,28 @@ def test_missing_kineto_file_is_a_clear_error(tmp_path: Path) -> None:
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert result.returncode == 1
     assert "rank 1 has rank1.host_et.json but no Kineto trace" in result.stderr
+
+
+def test_report_says_what_the_graph_explains(tmp_path: Path) -> None:
+    generate_job(SynthOptions(seed=1, ranks=2, steps=1, ops_per_step=70), tmp_path / "traces")
+    traces = tmp_path / "traces"
+    ranks = [RankFiles(r, traces / f"rank{r}.host_et.json", traces / f"rank{r}.kineto.json")
+             for r in range(2)]  # fmt: skip
+    result = run_pipeline(ranks, tmp_path / "out", plot=False)
+    report = json.loads(result.report.read_text())
+    for entry in report["ranks"]:
+        simulation = entry["simulation"]
+        replay, alone = simulation["simulated_makespan_us"], simulation["model_only_makespan_us"]
+        assert 0 < alone <= replay
+        assert isinstance(simulation["unexplained_us"], float)
+        assert 0 <= simulation["unexplained_us"] <= replay
+        measured = simulation["measured_makespan_us"]
+        assert simulation["model_only_error_pct"] == pytest.approx(
+            100 * (alone - measured) / measured)  # fmt: skip
+    header, *rows = summary_table(result).splitlines()
+    assert header.split()[:10] == ["rank", "host", "ops", "linked", "GPU", "ops", "linked",
+                                   "nodes", "model-only", "replay"]  # fmt: skip
+    for row, entry in zip(rows, report["ranks"]):
+        cells = row.split()
+        assert cells[4] == f"{entry['simulation']['model_only_error_pct']:+.2f}%"
+        assert cells[5] == f"{entry['simulation']['error_pct']:+.2f}%"

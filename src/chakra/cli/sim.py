@@ -14,12 +14,7 @@ import msgspec
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.fileio import atomic_output
 from chakra.ranks.files import simulate_agreed
-from chakra.simulate.analysis import (
-    ScaleRule,
-    critical_path,
-    log_reference_lines,
-    scale_durations,
-)
+from chakra.simulate.analysis import ScaleRule, critical_path, log_reference_lines, scaled_graphs
 from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.plot import plot_utilisation
@@ -45,8 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="TARGET=FACTOR",
-        help="what-if: multiply the durations of compute, comm, cpu or gpu nodes, or of "
-        "nodes whose name matches a pattern (e.g. 'nccl*=2'); repeatable",
+        help="what-if: multiply durations by FACTOR (0: free, never negative). TARGET is a "
+        "class: compute, comm, cpu or gpu (ops only), delay or idle (the converter's [delay] "
+        "and [idle] nodes: measured time the graph does not explain, which other targets "
+        "leave alone unless they name it exactly); name:TEXT, the nodes named exactly TEXT; "
+        "or a shell pattern on names ('nccl*=2') in which [ and ] stand for themselves "
+        "('[delay]=0' is the delay nodes). A rule that matches no node is an error; "
+        "each reports how many nodes it matched; repeatable",
     )
     parser.add_argument(
         "--network",
@@ -69,37 +69,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _what_if(
     engine: Engine, rules: list[ScaleRule], network: Optional[NetworkModel]
-) -> list[float]:
-    """Makespans after scaling durations (the replayed graphs are changed in place) and/or
-    with collectives timed by a network model."""
-    for graph in engine.graphs:
-        scale_durations(graph, rules)
-    scaled = Engine(engine.graphs, network)
+) -> tuple[list[Optional[float]], list[int]]:
+    """Makespans after scaling durations (of copies of the graphs) and/or with collectives
+    timed by a network model, and how many nodes each rule matched."""
+    if not rules and network is None:
+        return [None] * len(engine.graphs), []
+    graphs, counts = scaled_graphs(engine.graphs, rules)
+    scaled = Engine(graphs, network)
     scaled.run()
-    return [result.simulated_makespan_us for result in rank_results(scaled)]
+    return [result.simulated_makespan_us for result in rank_results(scaled)], counts
 
 
 def _simulate(args: argparse.Namespace) -> None:
     rules = [ScaleRule.parse(text) for text in args.scale]
     network = NetworkModel.parse(args.network) if args.network else None
     engine = simulate_agreed(args.paths, args.serialize_gpu)
+    what_if, counts = _what_if(engine, rules, network)  # a rule matching nothing: no outputs
     log_reference_lines(engine)
-    results = rank_results(engine)
+    results = rank_results(engine, explain=True)
     paths = [critical_path(engine, r) for r in range(len(results))]
     if args.timeline is not None:
         with atomic_output(args.timeline, text=True) as out:
             json.dump(chrome_trace(engine, args.compare), out)
     if args.plot is not None:
         plot_utilisation(engine, args.plot)
-    what_if = _what_if(engine, rules, network) if rules or network else [None] * len(results)
+    applied = [{"rule": rule.text, "nodes": count} for rule, count in zip(rules, counts)]
     if args.json:
         ranks = [
             {**msgspec.to_builtins(result), "critical_path": [list(p) for p in path],
              "what_if_makespan_us": scaled}
             for result, path, scaled in zip(results, paths, what_if)
         ]  # fmt: skip
-        print(json.dumps({"ranks": ranks}))
+        print(json.dumps({"ranks": ranks, "scale_rules": applied}))
         return
+    for rule in applied:
+        print(f"--scale {rule['rule']}: {rule['nodes']:,} nodes scaled (all ranks)")
     for result, path, critical, scaled in zip(results, args.paths, paths, what_if):
         _print_rank(result, path, critical, scaled)
 
@@ -110,6 +114,13 @@ def _print_rank(result: RankResult, path: str, critical: list, scaled: Optional[
     if measured is not None:
         line += f", measured {measured:,.0f} us, error {result.error_pct:+.2f}%"
     print(line)
+    if result.model_only_makespan_us is not None:
+        alone = (
+            f"  model only (delays and idle time zeroed) {result.model_only_makespan_us:,.0f} us"
+        )
+        if result.model_only_error_pct is not None:
+            alone += f", error {result.model_only_error_pct:+.2f}%"
+        print(f"{alone}; unexplained on the critical path {result.unexplained_us:,.0f} us")
     if scaled is not None:
         ratio = scaled / result.simulated_makespan_us if result.simulated_makespan_us else 1.0
         print(f"  what-if makespan {scaled:,.0f} us ({ratio:.3f}x the replayed one)")

@@ -6,7 +6,8 @@ Output folder layout::
     rank<r>.et_plus.json   linked host + device trace
     rank<r>.et             Chakra ET graph
     rank<r>.report.json    that rank's link and convert reports (for resuming)
-    report.json            per rank: link coverage, conversion counts, simulated vs measured
+    report.json            per rank: link coverage, conversion counts, simulated vs measured,
+                           model-only makespan and error, unexplained time on the critical path
     timeline.json          simulated (and measured) schedule, Chrome/Perfetto JSON
     utilisation.png        GPU stream utilisation over time, simulated vs measured
 
@@ -194,7 +195,7 @@ def run_pipeline(
     agreement = agree_files(ets)  # the i-th collective of a group: one operation everywhere
     rewritten = rewrite_files(ets, agreement)
     engine = simulate_files(ets)
-    results: list[RankResult] = rank_results(engine)
+    results: list[RankResult] = rank_results(engine, explain=True)
     for r, (entry, result) in enumerate(zip(prepared, results)):
         entry["simulation"] = msgspec.to_builtins(result)
         entry["critical_path"] = [list(item) for item in critical_path(engine, r)]
@@ -261,19 +262,31 @@ def _execution(
 
 
 def summary_table(result: PipelineResult) -> str:
-    """One line per rank: coverage, nodes, simulated vs measured makespan."""
-    rows = ["rank  host ops linked  GPU ops linked    nodes   simulated us    measured us   error"]
+    """One line per rank: link coverage, nodes, then the model-only error (the makespan
+    with ``[delay]``/``[idle]`` time zeroed, vs measured: what the graph explains), the
+    replay's error, the unexplained time on its critical path, and the simulated and
+    measured makespans. "-" where a value is unknown (no measured times)."""
+    rows = ["rank  host ops linked  GPU ops linked    nodes  model-only  replay err  "
+            "unexplained us   simulated us    measured us"]  # fmt: skip
     for entry in result.ranks:
         link, simulation = entry["link"], entry["simulation"]
         matched = sum(link["matched"].values())
         nodes = sum(entry["convert"]["nodes_by_type"].values())
-        measured = simulation["measured_makespan_us"]
-        error = simulation["error_pct"]
         gpu_total = link["gpu_ops_total"] - link["gpu_ops_outside_window"]
-        tail = f"{measured:>14,.0f} {error:+7.2f}%" if measured is not None else f"{'-':>14}"
+        model, replay = simulation.get("model_only_error_pct"), simulation["error_pct"]
+        unexplained, measured = simulation.get("unexplained_us"), simulation["measured_makespan_us"]
         rows.append(
             f"{entry['rank']:>4}  {matched:>7}/{link['host_ops']:<7} "
             f"{link['gpu_ops_linked']:>6}/{gpu_total:<7} {nodes:>8} "
-            f"{simulation['simulated_makespan_us']:>14,.0f} {tail}"
+            f"{_cell(model, '{:+10.2f}%')} {_cell(replay, '{:+10.2f}%')} "
+            f"{_cell(unexplained, '{:>14,.0f}')} "
+            f"{simulation['simulated_makespan_us']:>14,.0f} {_cell(measured, '{:>14,.0f}')}"
         )
     return "\n".join(rows)
+
+
+def _cell(value: Optional[float], form: str) -> str:
+    """``value`` formatted, or "-" right-aligned to the same width."""
+    if value is None:
+        return f"{'-':>{len(form.format(0.0))}}"
+    return form.format(value)

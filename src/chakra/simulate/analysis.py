@@ -1,93 +1,181 @@
-"""After a run: the critical path, what-if duration scaling, and reference-style log lines."""
+"""After a run: the critical path, what the graph explains (a model-only run), what-if
+duration scaling, and reference-style log lines."""
 
 from __future__ import annotations
 
 import fnmatch
 import logging
+import math
+from array import array
 from collections import Counter
-from typing import Optional
+from collections.abc import Sequence
 
 import msgspec
+import numpy as np
 
 from chakra.errors import ChakraError
 from chakra.simulate.engine import Engine
 from chakra.simulate.model import NO_RESOURCE, SimGraph
 
 logger = logging.getLogger("chakra.simulate.trace")
-#: Node classes ``--scale`` understands besides name patterns.
-CLASSES = ("compute", "comm", "cpu", "gpu")
+#: Names of the nodes the converter adds for measured time the graph does not explain: a
+#: ``[delay]`` (launch latency, a thread waking up; no resource) and an ``[idle]`` gap on a
+#: thread.
+DELAY, IDLE = "[delay]", "[idle]"
+#: Node classes ``--scale`` understands besides names and name patterns. The first four
+#: are op classes and leave ``[delay]`` and ``[idle]`` nodes alone; ``delay`` and ``idle``
+#: are those nodes.
+CLASSES = ("compute", "comm", "cpu", "gpu", "delay", "idle")
+
+
+def unexplained_nodes(graph: SimGraph) -> np.ndarray:
+    """Boolean mask of the ``[delay]`` and ``[idle]`` nodes, found by name."""
+    names = graph.names
+    return np.fromiter((name in (DELAY, IDLE) for name in names), bool, len(names))
 
 
 class ScaleRule(msgspec.Struct, frozen=True):
-    """Multiply the duration of matching nodes by ``factor``. ``target`` is a class of
-    :data:`CLASSES` or a shell-style pattern on node names (``nccl*``)."""
+    """Multiply the duration of matching nodes by ``factor`` (0: the nodes take no time).
+    ``target``: a class of :data:`CLASSES`; ``name:TEXT``, the nodes named exactly TEXT;
+    or a shell-style pattern on node names (``nccl*``), in which ``[`` and ``]`` stand for
+    themselves (``[delay]`` is the delay nodes, not a character class). ``[delay]`` and
+    ``[idle]`` nodes keep their time unless the target is their class or their exact name
+    (no op class or wildcard pattern reaches them). ``text`` is the rule as given."""
 
     target: str
     factor: float
+    text: str = ""
 
     @classmethod
     def parse(cls, text: str) -> ScaleRule:
         target, sep, factor = text.rpartition("=")
+        if not sep or not target or target == "name:":
+            raise ChakraError(f"--scale {text}: expected TARGET=FACTOR, e.g. compute=0.5")
         try:
             value = float(factor)
         except ValueError:
-            value = -1.0
-        if not sep or not target or value < 0:
-            raise ChakraError(f"--scale {text!r}: expected TARGET=FACTOR, e.g. compute=0.5")
-        return cls(target, value)
+            value = math.nan
+        if not math.isfinite(value):
+            raise ChakraError(f"--scale {text}: factor must be a number, e.g. compute=0.5")
+        if value < 0:
+            raise ChakraError(f"--scale {text}: factor must not be negative")
+        return cls(target, value, text)
 
-    def matches(self, graph: SimGraph, node: int) -> bool:
-        resource = graph.resource[node]
-        on_gpu = resource != NO_RESOURCE and graph.resources[resource][0] == "stream"
-        is_comm = node in graph.comm
+    def mask(self, graph: SimGraph) -> np.ndarray:
+        """Boolean mask of the nodes of ``graph`` this rule scales."""
         if self.target in CLASSES:
-            return {"compute": not is_comm, "comm": is_comm, "cpu": not on_gpu,
-                    "gpu": on_gpu}[self.target]  # fmt: skip
-        return fnmatch.fnmatchcase(graph.names[node], self.target)
+            return _class_mask(graph, self.target)
+        if self.target.startswith("name:"):
+            name = self.target[len("name:"):]  # fmt: skip
+            return np.fromiter((n == name for n in graph.names), bool, len(graph.names))
+        pattern = "".join({"[": "[[]", "]": "[]]"}.get(c, c) for c in self.target)
+        literal = not any(c in self.target for c in "*?")
+        hits = {n for n in set(graph.names) if fnmatch.fnmatchcase(n, pattern)}
+        if not literal:
+            hits -= {DELAY, IDLE}
+        return np.fromiter((n in hits for n in graph.names), bool, len(graph.names))
 
 
-def scale_durations(graph: SimGraph, rules: list[ScaleRule]) -> int:
-    """Apply every matching rule to each node's duration (in place); returns how many
-    nodes changed."""
-    changed = 0
-    for node in range(len(graph.ids)):
-        factor = 1.0
-        for rule in rules:
-            if rule.matches(graph, node):
-                factor *= rule.factor
-        if factor != 1.0:
-            graph.duration_us[node] *= factor
-            changed += 1
-    return changed
+def _class_mask(graph: SimGraph, target: str) -> np.ndarray:
+    unexplained = unexplained_nodes(graph)
+    if target in ("delay", "idle"):
+        name = DELAY if target == "delay" else IDLE
+        return np.fromiter((n == name for n in graph.names), bool, len(graph.names))
+    resource = np.frombuffer(graph.resource, dtype=np.int64)
+    streams = np.array([key[0] == "stream" for key in graph.resources] + [False], bool)
+    on_gpu = streams[resource]  # NO_RESOURCE (-1) picks the extra False
+    comm = np.zeros(len(resource), bool)
+    comm[list(graph.comm)] = True
+    mask = {"compute": ~comm, "comm": comm, "cpu": ~on_gpu, "gpu": on_gpu}[target]
+    return mask & ~unexplained
+
+
+def scaled_graphs(
+    graphs: Sequence[SimGraph], rules: Sequence[ScaleRule]
+) -> tuple[list[SimGraph], list[int]]:
+    """Copies of ``graphs`` with every matching rule applied to each node's duration (the
+    factors of several rules multiply), and how many nodes (all ranks) each rule matched.
+    Raises ChakraError naming the first rule that matches no node in any rank."""
+    counts = [0] * len(rules)
+    out = []
+    for graph in graphs:
+        factors = np.ones(len(graph.ids))
+        for k, rule in enumerate(rules):
+            mask = rule.mask(graph)
+            counts[k] += int(mask.sum())
+            factors[mask] *= rule.factor
+        durations = np.frombuffer(graph.duration_us, dtype=np.float64) * factors
+        out.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
+    for rule, count in zip(rules, counts):
+        if not count:
+            raise ChakraError(f"--scale {rule.text or rule.target}: matches no node")
+    return out, counts
+
+
+def model_only(engine: Engine) -> Engine:
+    """A second run of ``engine``'s graphs (copies) with every ``[delay]`` and ``[idle]``
+    node taking no time: the makespan the graph's own ops and dependencies explain. Same
+    network model and take order (it does not depend on durations); costs one more run."""
+    graphs = []
+    for graph in engine.graphs:
+        durations = np.frombuffer(graph.duration_us, dtype=np.float64).copy()
+        durations[unexplained_nodes(graph)] = 0.0
+        graphs.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
+    model = Engine(graphs, engine.network)
+    model.run()
+    return model
+
+
+def critical_chain(engine: Engine, rank: int = 0) -> list[int]:
+    """Node positions on the chain of binding constraints that ends at the last node to
+    finish, last first. At each step the binding predecessor is the dependency (first in
+    ``data_deps`` order) or else the resource's previous node whose end equals this node's
+    start. Array sorts, then one step per chain node."""
+    graph, start, end = engine.graphs[rank], engine.start[rank], engine.end[rank]
+    count = len(graph.ids)
+    if not count:
+        return []
+    starts = np.frombuffer(start, dtype=np.float64)
+    ends = np.frombuffer(end, dtype=np.float64)
+    resource = np.frombuffer(graph.resource, dtype=np.int64)
+    held = np.flatnonzero(resource != NO_RESOURCE)
+    order = held[np.lexsort((ends[held], starts[held], resource[held]))]  # stable: by index
+    previous = np.full(count, -1, dtype=np.int64)
+    same = resource[order[1:]] == resource[order[:-1]]
+    previous[order[1:][same]] = order[:-1][same]
+    preds, pred_start = graph.preds, graph.pred_start
+    node, chain, seen = int(np.argmax(ends)), [], set()
+    while node >= 0 and node not in seen:
+        seen.add(node)
+        chain.append(node)
+        begins, binding = start[node], -1
+        for k in range(pred_start[node], pred_start[node + 1]):
+            if abs(end[preds[k]] - begins) < 1e-9:
+                binding = preds[k]
+                break
+        else:
+            candidate = int(previous[node])
+            if candidate >= 0 and abs(end[candidate] - begins) < 1e-9:
+                binding = candidate
+        node = binding
+    return chain
 
 
 def critical_path(engine: Engine, rank: int = 0, top: int = 5) -> list[tuple[str, float]]:
-    """Names on the chain of binding constraints that ends at the last node to finish,
-    with their summed durations, largest first. At each step the binding predecessor is
-    the dependency or the resource's previous node whose end equals this node's start."""
-    graph, start, end = engine.graphs[rank], engine.start[rank], engine.end[rank]
-    if not len(graph.ids):
-        return []
-    previous_on_resource: dict[int, int] = {}
-    by_resource: dict[int, list[int]] = {}
-    for node, resource in enumerate(graph.resource):
-        if resource != NO_RESOURCE:
-            by_resource.setdefault(resource, []).append(node)
-    for nodes in by_resource.values():
-        nodes.sort(key=lambda n: (start[n], end[n]))
-        previous_on_resource.update(zip(nodes[1:], nodes))
-    node: Optional[int] = max(range(len(end)), key=end.__getitem__)
+    """Names on :func:`critical_chain` with their summed durations, largest first."""
+    start, end, names = engine.start[rank], engine.end[rank], engine.graphs[rank].names
     totals: Counter[str] = Counter()
-    seen = set()
-    while node is not None and node not in seen:
-        seen.add(node)
-        totals[graph.names[node]] += end[node] - start[node]
-        candidates = [graph.preds[k] for k in range(graph.pred_start[node],
-                                                    graph.pred_start[node + 1])]  # fmt: skip
-        if node in previous_on_resource:
-            candidates.append(previous_on_resource[node])
-        node = next((c for c in candidates if abs(end[c] - start[node]) < 1e-9), None)
+    for node in critical_chain(engine, rank):
+        totals[names[node]] += end[node] - start[node]
     return totals.most_common(top)
+
+
+def unexplained_on_path(engine: Engine, rank: int = 0) -> float:
+    """Total time (µs) of the ``[delay]`` and ``[idle]`` nodes on :func:`critical_chain`:
+    how much of the replayed makespan the graph's ops do not explain."""
+    start, end, names = engine.start[rank], engine.end[rank], engine.graphs[rank].names
+    chain = critical_chain(engine, rank)
+    return float(sum(end[n] - start[n] for n in chain if names[n] in (DELAY, IDLE)))
 
 
 def log_reference_lines(engine: Engine) -> None:

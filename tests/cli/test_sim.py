@@ -1,0 +1,74 @@
+"""``chakra_sim`` end to end on a hand-built graph: what is explained, and what-if rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chakra.et import GlobalMetadata, write_et
+from tests.simulate.test_analysis import delay_graph
+
+
+def sim(*args: str) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).parent / "chakra_sim"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture
+def et_file(tmp_path: Path) -> Path:
+    # A (10) -> [delay] (5) -> B (10) on thread 1, an [idle] (3) beside it, a kernel (4)
+    path = tmp_path / "rank0.et"
+    write_et(path, GlobalMetadata(version="0.0.4"), delay_graph())
+    return path
+
+
+def test_json_says_what_is_explained_and_what_each_rule_scaled(et_file: Path) -> None:
+    result = sim(str(et_file), "--json", "--scale", "cpu=0.5", "--scale", "delay=0")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    (rank,) = document["ranks"]
+    assert (rank["simulated_makespan_us"], rank["measured_makespan_us"]) == (25.0, 25.0)
+    assert (rank["model_only_makespan_us"], rank["model_only_error_pct"]) == (20.0, -20.0)
+    assert rank["unexplained_us"] == 5.0
+    # cpu=0.5 halves A and B only; delay=0 removes the delay; the idle (3) stays between
+    # them on the thread: 5 + 3 + 5
+    assert rank["what_if_makespan_us"] == 13.0
+    assert document["scale_rules"] == [{"rule": "cpu=0.5", "nodes": 2},
+                                       {"rule": "delay=0", "nodes": 1}]  # fmt: skip
+
+
+def test_text_prints_model_only_line_and_rule_counts(et_file: Path) -> None:
+    result = sim(str(et_file), "--scale", "[idle]=2")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "--scale [idle]=2: 1 nodes scaled (all ranks)"
+    assert lines[1].endswith("simulated 25 us, measured 25 us, error +0.00%")
+    assert lines[2] == ("  model only (delays and idle time zeroed) 20 us, error -20.00%; "
+                        "unexplained on the critical path 5 us")  # fmt: skip
+    assert lines[3].startswith("  what-if makespan 26 us")  # the idle (6) now outlasts the delay
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ("foo=2", "--scale foo=2: matches no node"),
+    ("cpus=2", "--scale cpus=2: matches no node"),
+    ("gpu=-1", "--scale gpu=-1: factor must not be negative"),
+    ("gpu=x", "--scale gpu=x: factor must be a number, e.g. compute=0.5"),
+])  # fmt: skip
+def test_bad_rules_are_one_line_errors(et_file: Path, tmp_path: Path, rule: str,
+                                       message: str) -> None:  # fmt: skip
+    timeline = tmp_path / "timeline.json"
+    result = sim(str(et_file), "--scale", rule, "--timeline", str(timeline))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"chakra_sim: error: {message}"]
+    assert result.stdout == "" and not timeline.exists()
+
+
+def test_help_documents_the_targets() -> None:
+    result = sim("--help")
+    text = " ".join(result.stdout.split())
+    for words in ("delay or idle", "name:TEXT", "[ and ] stand for themselves", "no node"):
+        assert words in text
