@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from chakra.simulate import Engine, build_graph
-from chakra.simulate.analysis import ScaleRule, scale_durations
+from chakra.simulate.analysis import ScaleRule, scaled_graphs
 from chakra.synth import SynthOptions, generate_job
 
 #: (label, synthetic option, factor, scale rules that say the same to the simulator).
@@ -27,8 +27,8 @@ WHAT_IFS = [
     ("GPU x0.5", "gpu_factor", 0.5, ["gpu=0.5", "comm=2"]),
     ("GPU x0.25", "gpu_factor", 0.25, ["gpu=0.25", "comm=4"]),
     ("GPU x2", "gpu_factor", 2.0, ["gpu=2", "comm=0.5"]),
-    ("CPU x0.5", "cpu_factor", 0.5, ["cpu=0.5"]),
-    ("CPU x2", "cpu_factor", 2.0, ["cpu=2"]),
+    ("CPU x0.5", "cpu_factor", 0.5, ["cpu=0.5", "idle=0.5"]),
+    ("CPU x2", "cpu_factor", 2.0, ["cpu=2", "idle=2"]),
     ("network x0.5", "network_factor", 0.5, ["comm=0.5"]),
     ("network x2", "network_factor", 2.0, ["comm=2"]),
 ]
@@ -67,9 +67,7 @@ def converted_graphs(folder: Path, ranks: int, work: Path) -> list:
 
 def predicted_makespan_us(nodes: list, rules: list[str]) -> float:
     graphs = [build_graph(rank_nodes, rank) for rank, rank_nodes in enumerate(nodes)]
-    parsed = [ScaleRule.parse(rule) for rule in rules]
-    for graph in graphs:
-        scale_durations(graph, parsed)
+    graphs = scaled_graphs(graphs, [ScaleRule.parse(rule) for rule in rules])[0]
     engine = Engine(graphs)
     engine.run()
     starts = [min(engine.start[r]) for r in range(len(graphs))]

@@ -154,7 +154,8 @@ class ReferenceEngine:
         recorded = {}
         for rank, (_, n) in meeting.arrivals.items():
             graph = self.graphs[self._rank_index[rank]]
-            recorded[rank] = (graph.duration_us[n], float(graph.measured_start_us[n]))
+            recorded[rank] = (graph.duration_us[n], float(graph.measured_start_us[n]),
+                              graph.factor(n))  # fmt: skip
         # the meeting rule is the simulator's policy (tested on its own in test_meeting.py);
         # this engine checks the algorithm that applies it
         ends = member_ends(key, len(meeting.members), begin, recorded, self.network)

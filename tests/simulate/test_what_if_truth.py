@@ -12,7 +12,7 @@ from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link import LinkOptions, link_traces
 from chakra.link.et_plus import write_et_plus
 from chakra.simulate import Engine, build_graph
-from chakra.simulate.analysis import ScaleRule, scale_durations
+from chakra.simulate.analysis import ScaleRule, scaled_graphs
 from chakra.synth import SynthOptions, generate_job
 
 FASTER_GPU = ["gpu=0.5", "comm=2"]  # GPU kernels, memcpys and memsets; not the network
@@ -26,8 +26,8 @@ def true_makespan(folder: Path) -> float:
 
 def simulated(et_plus: Path, rules: list[str]) -> float:
     graph = build_graph(convert_et_plus(load_et_plus(et_plus), ConvertOptions()).nodes)
-    scale_durations(graph, [ScaleRule.parse(rule) for rule in rules])
-    engine = Engine([graph])
+    graphs = scaled_graphs([graph], [ScaleRule.parse(rule) for rule in rules])[0]
+    engine = Engine(graphs)
     engine.run()
     return max(engine.end[0]) - min(engine.start[0])
 

@@ -105,7 +105,14 @@ def scaled_graphs(
             counts[k] += int(mask.sum())
             factors[mask] *= rule.factor
         durations = np.frombuffer(graph.duration_us, dtype=np.float64) * factors
-        out.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
+        if graph.duration_factor is not None:  # a copy scaled before: the factors multiply
+            factors *= np.frombuffer(graph.duration_factor, dtype=np.float64)
+        scaled = array("d", durations.tobytes())
+        out.append(
+            msgspec.structs.replace(
+                graph, duration_us=scaled, duration_factor=array("d", factors.tobytes())
+            )
+        )
     for rule, count in zip(rules, counts):
         if not count:
             raise ChakraError(f"--scale {rule.text or rule.target}: matches no node")

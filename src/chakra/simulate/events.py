@@ -94,7 +94,8 @@ class EventSimulation:
         recorded = {}
         for rank, (_, n) in meeting.arrivals.items():
             graph = self.graphs[self._rank_index[rank]]
-            recorded[rank] = (graph.duration_us[n], float(graph.measured_start_us[n]))
+            recorded[rank] = (graph.duration_us[n], float(graph.measured_start_us[n]),
+                              graph.factor(n))  # fmt: skip
         ends = member_ends(key, len(meeting.members), begin, recorded, self.network)
         for rank, (arrived, n) in sorted(meeting.arrivals.items()):
             self._begin(self._rank_index[rank], n, arrived, ends[rank])

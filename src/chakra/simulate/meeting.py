@@ -43,33 +43,39 @@ def member_ends(
     key: CommKey,
     members: int,
     begin: float,
-    recorded: Mapping[int, tuple[float, float]],
+    recorded: Mapping[int, tuple[float, float, float]],
     network: Optional[NetworkModel],
 ) -> dict[int, float]:
     """When each member (rank) of a meeting that begins at ``begin`` (its last arrival) ends.
-    ``recorded``: rank -> (duration, measured start; negative when unknown).
+    ``recorded``: rank -> (duration, measured start, negative when unknown; the factor a
+    what-if multiplied the recorded duration by, 1 when none).
 
     With a network model, every member ends after the model's time. Otherwise each member
     ends after its own recorded time less what it measurably spent waiting for the last
     member (the latest measured start minus its own): the simulation re-creates the wait,
     the rest (the transfer and the member's own tail: gloo ranks finish a collective at
-    different times) is the member's. Without a measured start for every member, all end
-    after the shortest recorded duration (that of the member that did not wait). When the
-    members' recordings end together (one clock), both rules give the same ends.
+    different times) is the member's, and only that rest is scaled by a what-if. Without a
+    measured start for every member, all end after the shortest duration (that of the
+    member that did not wait). When the members' recordings end together (one clock), both
+    rules give the same ends.
     """
     if network is not None:
         length = network.duration_us(key.comm_type, key.size_bytes, members)
         return dict.fromkeys(recorded, begin + length)
-    starts = [start for _, start in recorded.values()]
+    starts = [start for _, start, _ in recorded.values()]
     if min(starts) < 0:
-        shortest = min(duration for duration, _ in recorded.values())
+        shortest = min(duration for duration, _, _ in recorded.values())
         return dict.fromkeys(recorded, begin + shortest)
-    shortest = min(duration for duration, _ in recorded.values())
+    unscaled = {rank: duration / factor if factor else 0.0
+                for rank, (duration, _, factor) in recorded.items()}  # fmt: skip
+    shortest = min(unscaled.values())
     last = max(starts)
     ends = {}
-    for rank, (duration, start) in recorded.items():
-        tail = max(0.0, duration - (last - start))
+    for rank, (_, start, factor) in recorded.items():
+        tail = max(0.0, unscaled[rank] - (last - start))
         # measured starts are whole microseconds: a tail that differs from the shortest
         # duration by less than that is the same transfer
-        ends[rank] = begin + (shortest if abs(tail - shortest) <= START_RESOLUTION_US else tail)
+        if abs(tail - shortest) <= START_RESOLUTION_US:
+            tail = shortest
+        ends[rank] = begin + tail * factor
     return ends

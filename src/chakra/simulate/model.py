@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 from array import array
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Optional
 
 import msgspec
 
@@ -61,6 +61,12 @@ class SimGraph(msgspec.Struct):
     succ_start: array
     measured_start_us: array  # -1 when unknown
     comm: dict[int, CommKey]  # node index -> key, for communication nodes
+    #: what a what-if multiplied each recorded duration by (None: nothing scaled); a
+    #: collective's measured wait for its last member is not scaled, its transfer is
+    duration_factor: Optional[array] = None
+
+    def factor(self, node: int) -> float:
+        return 1.0 if self.duration_factor is None else self.duration_factor[node]
 
 
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",

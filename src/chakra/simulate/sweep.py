@@ -79,9 +79,10 @@ class _RankPass:
                 time = end
         return time
 
-    def recorded(self, t: int) -> tuple[float, float]:
-        """(duration, measured start) of the node at position ``t``."""
-        return self.duration[t], float(self.graph.measured_start_us[int(self.order[t])])
+    def recorded(self, t: int) -> tuple[float, float, float]:
+        """(duration, measured start, what-if factor) of the node at position ``t``."""
+        node = int(self.order[t])
+        return self.duration[t], float(self.graph.measured_start_us[node]), self.graph.factor(node)
 
     def results(self) -> tuple[np.ndarray, np.ndarray]:
         """Starts and ends by node index."""
