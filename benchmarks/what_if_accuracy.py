@@ -19,6 +19,7 @@ from pathlib import Path
 
 from chakra.simulate import Engine, build_graph
 from chakra.simulate.analysis import ScaleRule, scaled_graphs
+from chakra.simulate.result import rank_results
 from chakra.synth import SynthOptions, generate_job
 
 #: (label, synthetic option, factor, scale rules that say the same to the simulator).
@@ -75,8 +76,10 @@ def predicted_makespan_us(nodes: list, rules: list[str]) -> float:
     return max(ends) - min(starts)
 
 
-def run(jobs: list[tuple[int, int, int]]) -> list[dict]:
-    rows = []
+def run(jobs: list[tuple[int, int, int]]) -> tuple[list[dict], list[dict]]:
+    """The what-if rows, and per job each rank's model-only error and unexplained time."""
+    rows: list[dict] = []
+    model_only: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         base_dir = Path(tmp)
         for seed, ops, ranks in jobs:
@@ -88,6 +91,14 @@ def run(jobs: list[tuple[int, int, int]]) -> list[dict]:
             nodes = converted_graphs(recorded, ranks, work)
             true_base = job_makespan_us(recorded, ranks)
             replayed = predicted_makespan_us(nodes, [])
+            engine = Engine([build_graph(rank_nodes, r) for r, rank_nodes in enumerate(nodes)])
+            engine.run()
+            explained = rank_results(engine, explain=True)
+            model_only.append({
+                "job": f"seed {seed}, {ops} ops/step, {ranks} ranks",
+                "model_only_error_pct": [r.model_only_error_pct for r in explained],
+                "unexplained_us": [r.unexplained_us for r in explained],
+            })  # fmt: skip
             for label, option, factor, rules in WHAT_IFS:
                 truth_dir = base_dir / f"s{seed}_{option}_{factor}"
                 options = SynthOptions(**{**base.__dict__, option: factor})
@@ -102,7 +113,7 @@ def run(jobs: list[tuple[int, int, int]]) -> list[dict]:
                     "predicted_change_pct": predicted_change,
                     "error_pct": (predicted / replayed * true_base - true) / true * 100,
                 })  # fmt: skip
-    return rows
+    return rows, model_only
 
 
 def main() -> None:
@@ -112,15 +123,20 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also save the rows as JSON")
     args = parser.parse_args()
     jobs = [tuple(int(x) for x in text.split(":")) for text in args.jobs]
-    rows = run(jobs)  # type: ignore[arg-type]
+    rows, model_only = run(jobs)  # type: ignore[arg-type]
     print(f"{'job':<34} {'what-if':<13} {'true %':>8} {'predicted %':>12} {'error %':>8}")
     for row in rows:
         print(f"{row['job']:<34} {row['what_if']:<13} {row['true_change_pct']:>8.2f} "
               f"{row['predicted_change_pct']:>12.2f} {row['error_pct']:>8.2f}")  # fmt: skip
     errors = [abs(row["error_pct"]) for row in rows]
     print(f"|error|: max {max(errors):.2f}%, median {statistics.median(errors):.2f}%")
+    print("model-only error per rank (delay and idle nodes at zero), unexplained time:")
+    for entry in model_only:
+        errors_pct = ", ".join(f"{e:+.2f}%" for e in entry["model_only_error_pct"])
+        unexplained = ", ".join(f"{u:,.0f}" for u in entry["unexplained_us"])
+        print(f"  {entry['job']:<34} {errors_pct}  ({unexplained} us)")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        args.json.write_text(json.dumps({"what_ifs": rows, "model_only": model_only}, indent=2))
 
 
 if __name__ == "__main__":

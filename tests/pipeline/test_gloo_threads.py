@@ -59,3 +59,6 @@ def test_gloo_work_stays_on_worker_threads(tmp_path: Path) -> None:
                     assert src.start_time_micros <= node.start_time_micros + 1, (src.id, node.id)
         # simulated together (collectives meet) close to the measured makespan
         assert abs(rank["simulation"]["error_pct"]) < 0.5  # replays to its measured time
+        # what the graph leaves unexplained (delays, idle time) is reported, not hidden
+        assert rank["simulation"]["model_only_error_pct"] < 0
+        assert rank["simulation"]["unexplained_us"] > 0

@@ -27,18 +27,28 @@ def pipeline(host: Path, device: Path, folder: Path, name: str) -> Path:
     ("hta/simple_add.host_et.json.gz", "hta/simple_add.kineto.json.gz"),
     ("param/linear.host_et.json.gz", "param/linear.kineto.json.gz"),
 ])  # fmt: skip
-def test_real_traces_within_5_percent(shared_traces: Path, tmp_path: Path, host, device) -> None:
+def test_real_traces_replay_and_say_what_is_unexplained(
+    shared_traces: Path, tmp_path: Path, host, device
+) -> None:
+    """The replay meets the measured makespan by construction (delay nodes); what the
+    graph explains on its own is the model-only makespan, never longer than the replay."""
     et = pipeline(shared_traces / host, shared_traces / device, tmp_path, "t")
-    (result,) = rank_results(simulate_files([et]))
+    (result,) = rank_results(simulate_files([et]), explain=True)
     assert result.measured_makespan_us is not None
     assert abs(result.error_pct) < 5.0, result
+    assert result.model_only_makespan_us <= result.simulated_makespan_us
+    assert result.unexplained_us >= 0 and result.model_only_error_pct is not None
 
 
-def test_synthetic_two_ranks_within_5_percent(tmp_path: Path) -> None:
-    summary = generate_job(SynthOptions(seed=5, ranks=2, ops_per_step=70), tmp_path)
+def test_synthetic_two_ranks_are_explained_by_their_graph(tmp_path: Path) -> None:
+    """Every wait of a synthetic step is an edge: with every delay and idle node at zero,
+    the graph alone still gets within 2% of the measured makespan. (Launch latencies and
+    thread wake-ups are still delay nodes: on steps of a few ms they weigh more, -5.7% on
+    two steps of 70 ops.)"""
+    summary = generate_job(SynthOptions(seed=5, ranks=2, steps=1, ops_per_step=200), tmp_path)
     ets = [pipeline(r.host_et, r.kineto, tmp_path, f"rank{r.rank}") for r in summary.ranks]
-    for result in rank_results(simulate_files(ets)):
-        assert abs(result.error_pct) < 5.0, result
+    for result in rank_results(simulate_files(ets), explain=True):
+        assert abs(result.model_only_error_pct) < 2.0, result
     # serialising all GPU work cannot make it faster
     serial = rank_results(simulate_files(ets, serialize_gpu=True))
     parallel = rank_results(simulate_files(ets))
