@@ -130,6 +130,9 @@ def sweep(graphs: Sequence[SimGraph], network: Optional[NetworkModel],
             meeting.arrivals[rank_pass.graph.rank] = (time, stop)
             if len(meeting.arrivals) < len(meeting.members):
                 break  # paused until the meeting completes
+            if len(meeting.arrivals) == 1 and network is None:  # alone: its own duration
+                rank_pass.ends[stop] = time + rank_pass.duration[stop]
+                continue
             begin = max(t for t, _ in meeting.arrivals.values())
             recorded = {rank: passes[rank_index[rank]].recorded(t)
                         for rank, (_, t) in meeting.arrivals.items()}  # fmt: skip
