@@ -14,6 +14,7 @@ from typing import Optional
 
 import msgspec
 
+from chakra.synth.engine_sync import SyncHandlers
 from chakra.synth.options import scale_ns
 from chakra.synth.program import US, JobPlan, rank_actions
 from chakra.synth.records import (
@@ -31,7 +32,6 @@ from chakra.synth.records import (
     StreamSync,
     StreamWait,
     SwitchThread,
-    SyncRecord,
 )
 from chakra.synth.timeline import (
     CORRELATION_BASE,
@@ -43,14 +43,14 @@ from chakra.synth.timeline import (
     rank_identity,
     rank_seed,
 )
-from chakra.synth.vocabulary import PROCESS_GROUP_INIT, SCOPE_USER, SyncKind
+from chakra.synth.vocabulary import PROCESS_GROUP_INIT, SCOPE_USER
 
 #: ``tied_zero_ops``: share of host ops preceded by a 0 us sibling starting at the same instant.
 TIED_ZERO_OP_SHARE = 0.08
 ZERO_LENGTH_OP = OpBegin("aten::lift_fresh", schema="aten::lift_fresh(Tensor(a) self) -> Tensor(a)")
 
 
-class RankEngine:
+class RankEngine(SyncHandlers):
     """Executes one rank's program; a lifecycle object (clocks, open ops, stream state).
 
     Times only move forward on the CPU clock ``now``; a GPU op starts no earlier than the end
@@ -323,77 +323,3 @@ class RankEngine:
                            action.nbytes, action.collective)  # fmt: skip
         self.counts["gpu_ops"] += 1
         self._sink.gpu(record)
-
-    # --- events and synchronisation -----------------------------------------------------------
-
-    def _record(self, action: EventRecord) -> None:
-        call = self._call("cudaEventRecord", self._uniform(1500, 4 * US), action.stream)
-        self._emit_call(call)
-        self._cuda_event += 1
-        event = EventState(
-            action.stream, call.correlation, self._cuda_event, self._stream(action.stream)
-        )
-        self._events[action.event] = event
-
-    def _stream_wait(self, action: StreamWait) -> None:
-        event = self._events.pop(action.event)
-        call = self._call("cudaStreamWaitEvent", self._uniform(US, 3 * US), action.stream)
-        self._emit_call(call)
-        self._sink.sync(
-            SyncRecord(
-                SyncKind.STREAM_WAIT_EVENT,
-                call,
-                action.stream,
-                event.stream,
-                event.record_correlation,
-                event.cuda_id,
-                self.device,
-            )
-        )
-        if event.src_correlation:
-            self._stream(action.stream).waits.append((event.src_correlation, event.src_end_ns))
-
-    def _blocking_call(self, name: str, stream: Optional[int], waited: list[tuple[int, int]]):
-        """A call that returns once every (correlation, end) in ``waited`` has finished."""
-        call = self._call(name, self._uniform(2 * US, 4 * US), stream)
-        end = call.end_ns
-        for _correlation, gpu_end in waited:
-            end = max(end, gpu_end + self._cpu_ns(US, 3 * US))
-        self.now = end
-        call = msgspec.structs.replace(call, end_ns=end)
-        self._emit_call(call)
-        for correlation, _end in waited:
-            self._edge("host_sync", f"gpu:{correlation}", f"runtime:{call.correlation}")
-        return call
-
-    def _stream_sync(self, action: StreamSync) -> None:
-        state = self._stream(action.stream)
-        waited = [(state.last_correlation, state.last_end_ns)] if state.last_correlation else []
-        call = self._blocking_call("cudaStreamSynchronize", action.stream, waited)
-        self._sink.sync(SyncRecord(SyncKind.STREAM_SYNC, call, action.stream, -1, -1, -1,
-                                   self.device))  # fmt: skip
-
-    def _device_sync(self, _action: DeviceSync) -> None:
-        waited = [
-            (state.last_correlation, state.last_end_ns)
-            for _stream, state in sorted(self._streams.items())
-            if state.last_correlation
-        ]
-        call = self._blocking_call("cudaDeviceSynchronize", None, waited)
-        self._sink.sync(SyncRecord(SyncKind.CONTEXT_SYNC, call, -1, -1, -1, -1, self.device))
-
-    def _event_sync(self, action: EventSync) -> None:
-        event = self._events.pop(action.event)
-        waited = [(event.src_correlation, event.src_end_ns)] if event.src_correlation else []
-        call = self._blocking_call("cudaEventSynchronize", None, waited)
-        self._sink.sync(
-            SyncRecord(
-                SyncKind.EVENT_SYNC,
-                call,
-                -1,
-                event.stream,
-                event.record_correlation,
-                event.cuda_id,
-                self.device,
-            )
-        )
