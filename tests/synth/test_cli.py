@@ -66,3 +66,10 @@ def test_bad_factor_is_one_line_status_1(tmp_path: Path) -> None:
         "chakra_synth: error: gpu_factor must be a finite number above 0, not -2.0"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_worker_threads_flag_reaches_the_truth(tmp_path: Path) -> None:
+    result = synth("--out-dir", str(tmp_path), "--steps", "1", "--ops-per-step", "30",
+                   "--worker-threads", "--validate")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert load_json(tmp_path / "job.truth.json")["options"]["worker_threads"] is True

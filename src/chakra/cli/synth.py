@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add a cudaMemcpyAsync to pageable memory that blocks the CPU (a host sync)",
     )
+    parser.add_argument(
+        "--worker-threads",
+        action="store_true",
+        help="add a data-loader thread and a gloo-like worker running a CPU all_reduce",
+    )
     for resource, what in (("gpu", "kernel, memcpy and memset durations"),
                            ("cpu", "host op, gap and runtime call times"),
                            ("network", "collective transfer times")):  # fmt: skip
@@ -81,6 +86,7 @@ def _synth(args: argparse.Namespace) -> None:
         cpu_factor=args.cpu_factor,
         network_factor=args.network_factor,
         pageable_async_copy=args.pageable_async_copy,
+        worker_threads=args.worker_threads,
     )
     options = options_with_vintages(options, args.vintage)
     summary = generate_job(options, args.out_dir)

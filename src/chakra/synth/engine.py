@@ -15,9 +15,12 @@ from typing import Optional
 import msgspec
 
 from chakra.synth.engine_sync import SyncHandlers
+from chakra.synth.engine_workers import WorkerThreads
 from chakra.synth.options import scale_ns
 from chakra.synth.program import US, JobPlan, rank_actions
 from chakra.synth.records import (
+    AwaitCpuCollective,
+    CpuCollective,
     DeviceSync,
     EtNode,
     EventRecord,
@@ -50,7 +53,7 @@ TIED_ZERO_OP_SHARE = 0.08
 ZERO_LENGTH_OP = OpBegin("aten::lift_fresh", schema="aten::lift_fresh(Tensor(a) self) -> Tensor(a)")
 
 
-class RankEngine(SyncHandlers):
+class RankEngine(SyncHandlers, WorkerThreads):
     """Executes one rank's program; a lifecycle object (clocks, open ops, stream state).
 
     Times only move forward on the CPU clock ``now``; a GPU op starts no earlier than the end
@@ -71,10 +74,10 @@ class RankEngine(SyncHandlers):
         identity = rank_identity(plan, rank)
         self.device, self.tids = identity.device, identity.tids
         self.now = identity.start_ns + self._rng.randrange(50 * US)
-        self._stacks: tuple[list[OpenOp], list[OpenOp]] = ([], [])
+        self._stacks: tuple[list[OpenOp], ...] = ([], [], [], [])  # see HostOpRecord.thread
         self._thread = 0
         self._next_host_id = 2  # 1 is the process root
-        self._thread_roots: list[Optional[int]] = [None, None]
+        self._thread_roots: list[Optional[int]] = [None, None, None, None]
         self._external_id = 3 + options.seed % 50
         self._rf_id = 0
         self._legacy_rf_id = 0
@@ -87,7 +90,8 @@ class RankEngine(SyncHandlers):
         self._streams: dict[int, StreamState] = {}
         self._events: dict[int, EventState] = {}
         self._forward_host_ids: dict[int, int] = {}
-        self._last_shallow: list[Optional[int]] = [None, None]
+        self._last_shallow: list[Optional[int]] = [None, None, None, None]
+        self._cpu_collective_end: tuple[Optional[int], int] = (None, 0)  # (host id, end)
         self._inter_thread_src: Optional[int] = None
         self.counts = {"host_ops": 0, "gpu_ops": 0, "runtime_calls": 0, "edges": 0}
         self._handlers = {
@@ -101,6 +105,7 @@ class RankEngine(SyncHandlers):
             DeviceSync: self._device_sync,
             EventSync: self._event_sync,
             SwitchThread: self._switch,
+            AwaitCpuCollective: self._await_cpu_collective,
         }
 
     # --- driving ------------------------------------------------------------------------------
@@ -115,6 +120,10 @@ class RankEngine(SyncHandlers):
                     action.collective, self._rank, start, call_record.correlation
                 )
                 self._finish_gpu(action, call_record, start, end)
+            elif type(action) is CpuCollective:
+                spans = self._hand_to_worker()
+                end = yield CollectiveArrival(action.call, self._rank, spans[3], 0, cpu=True)
+                self._worker_ran(action, spans, end)
             else:
                 handlers[type(action)](action)
         self._sink.et_node(self._process_root())

@@ -162,7 +162,8 @@ def _rank_summaries(engines: list[RankEngine], outputs: list[_RankOutputs]):
 
 
 def _run_lockstep(engines: list[RankEngine], time: TimeFormat) -> Iterator[JobCollective]:
-    """Run all ranks; yield each collective once all its members have reached it."""
+    """Run all ranks; yield each GPU collective once all its members have reached it (CPU
+    collectives meet the same way and are not yielded)."""
     runners = [engine.run() for engine in engines]
     ready: deque[tuple[int, Optional[int]]] = deque((rank, None) for rank in range(len(runners)))
     waiting: dict[tuple[str, int], dict[int, CollectiveArrival]] = {}
@@ -180,6 +181,8 @@ def _run_lockstep(engines: list[RankEngine], time: TimeFormat) -> Iterator[JobCo
         end = max(a.start_ns for a in members.values()) + arrival.call.transfer_ns
         for member in sorted(members):
             ready.append((member, end))
+        if arrival.cpu:
+            continue  # a gloo collective: no GPU op, not a job collective
         yield _job_collective(arrival.call, members, time.ts(end))
     if waiting:
         pending = ", ".join(f"pg {name} seq {seq}" for name, seq in sorted(waiting))

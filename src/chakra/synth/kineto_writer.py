@@ -56,6 +56,10 @@ def _pg_config(groups: tuple[ProcessGroup, ...]) -> list[dict]:
     ]  # fmt: skip
 
 
+#: Kineto thread labels: main, autograd, data loader, gloo worker (the first two always).
+THREAD_LABELS = ("pt_main_thread", "pt_autograd_0", "pt_data_loader", "pt_gloo_runloop")
+
+
 class KinetoWriter:
     """Writes one rank's Kineto trace to ``stream`` (binary); events in completion order.
 
@@ -105,7 +109,7 @@ class KinetoWriter:
             meta("process_name", pid, 0, {"name": "python3.11"})
             meta("process_labels", pid, 0, {"labels": label})
             meta("process_sort_index", pid, 0, {"sort_index": index})
-        for tid, label in zip(self._tids, ("pt_main_thread", "pt_autograd_0")):
+        for tid, label in zip(self._tids, THREAD_LABELS):
             meta("thread_name", self._pid, tid, {"name": f"thread {tid} ({label})"})
             meta("thread_sort_index", self._pid, tid, {"sort_index": tid})
         for stream in streams:

@@ -43,7 +43,10 @@ class SynthOptions:
     program order (real traces have them). ``pageable_async_copy`` adds, after
     ``loss.item()``, a ``tensor.cpu()`` whose ``cudaMemcpyAsync`` copies to pageable memory
     and so blocks the CPU until the copy ends (real traces have them; the linker takes them
-    for host syncs).
+    for host syncs). ``worker_threads`` adds two CPU threads per rank: a data-loader thread
+    that prepares each step's batch while the main thread waits for it, and a gloo-like
+    worker that runs one asynchronous CPU all_reduce per step (``c10d::allreduce_`` on the
+    main thread, ``gloo:all_reduce`` on the worker, a later ``c10d::wait`` on the main thread).
 
     The speed factors record the same program at another speed: every random draw is the
     same, only the times it yields are multiplied (then rounded to whole ns).
@@ -71,6 +74,7 @@ class SynthOptions:
     cpu_factor: float = 1.0
     network_factor: float = 1.0
     pageable_async_copy: bool = False
+    worker_threads: bool = False
 
     def __post_init__(self) -> None:
         _check_range("seed", self.seed, 0, 2**63 - 1)
@@ -105,8 +109,8 @@ class SynthOptions:
         """The options as a JSON-ready mapping (written into every truth file).
 
         The speed factors appear (all three) only when one of them is not 1, and
-        ``pageable_async_copy`` only when on, so that default options describe themselves
-        exactly as before these fields existed.
+        ``pageable_async_copy`` and ``worker_threads`` only when on, so that default options
+        describe themselves exactly as before these fields existed.
         """
         described = dataclasses.asdict(self)
         if all(described[name] == 1.0 for name in SPEED_FACTORS):
@@ -114,6 +118,8 @@ class SynthOptions:
                 del described[name]
         if not self.pageable_async_copy:
             del described["pageable_async_copy"]
+        if not self.worker_threads:
+            del described["worker_threads"]
         described["vintages"] = list(self.vintages())
         return described
 

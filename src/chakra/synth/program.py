@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from chakra.synth import model
+from chakra.synth import model, workers
 from chakra.synth.options import SynthOptions, scale_ns
 from chakra.synth.records import (
     CollectiveCall,
@@ -363,21 +363,30 @@ def _epilogue(counters: _Counters, pageable_async_copy: bool) -> Iterator[object
 
 def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
     """Every action of ``rank`` over all profiled steps, in program order (a generator: the
-    program is never held in memory)."""
+    program is never held in memory). With ``worker_threads`` the data loader runs before
+    the prologue, and a gloo all_reduce is issued before the optimizer and waited for after."""
     counters = _Counters()
+    threads = plan.options.worker_threads
+    gloo = workers.gloo_group(plan.options.ranks)
     for step in range(plan.options.steps):
         yield Gap(40 * US, 120 * US)
         yield OpBegin(
             PROFILER_STEP.format(step), Category.USER_ANNOTATION, scope=SCOPE_USER, step=step
         )
         yield Gap(5 * US, 15 * US)
+        if threads:
+            yield from workers.data_loader_actions()
         yield from _step_prologue(counters)
         yield from _forward(plan, rank, counters)
         yield SwitchThread(1, 15 * US, 40 * US)
         last_reduce, scatter_done = counters.next_event(), counters.next_event()
         yield from _backward(plan, rank, counters, last_reduce, scatter_done)
         yield SwitchThread(0, 10 * US, 30 * US)
+        if threads:
+            yield from workers.gloo_allreduce_actions(_call(counters, plan, "all_reduce", gloo))
         yield from _optimizer((last_reduce, scatter_done))
+        if threads:
+            yield from workers.gloo_wait_actions()
         yield Gap(5 * US, 20 * US)
         yield from _epilogue(counters, plan.options.pageable_async_copy)
         yield _END

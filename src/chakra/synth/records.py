@@ -131,12 +131,26 @@ class EventSync(msgspec.Struct, frozen=True, gc=False):
 
 
 class SwitchThread(msgspec.Struct, frozen=True, gc=False):
-    """Hand the CPU to ``thread`` (0 forward/main, 1 autograd) after an idle gap; the
-    hand-over is an inter-thread dependency."""
+    """Hand the CPU to ``thread`` (0 forward/main, 1 autograd, 2 data loader) after an idle
+    gap; the hand-over is an inter-thread dependency."""
 
     thread: int
     low_ns: int
     high_ns: int
+
+
+class CpuCollective(msgspec.Struct, frozen=True, gc=False):
+    """Right after the main thread's ``c10d::`` op (its last top-level op) returned: the gloo
+    worker thread wakes and runs ``gloo:<op>`` (around an ``aten::view``) until every member
+    rank has joined plus the transfer; the main thread goes on at once."""
+
+    call: CollectiveCall
+    name: str
+
+
+class AwaitCpuCollective(msgspec.Struct, frozen=True, gc=False):
+    """The main thread blocks until the last handed-off CPU collective has ended; its next
+    host op depends on that collective's worker op (an inter-thread dependency)."""
 
 
 # --- Records ----------------------------------------------------------------------------------
@@ -145,7 +159,9 @@ class SwitchThread(msgspec.Struct, frozen=True, gc=False):
 class HostOpRecord(msgspec.Struct, frozen=True, gc=False):
     """A finished host op. ``host_id`` is its host ET node id (None: not in the host ET);
     ``et_rf_id`` the rf_id written in the host ET, ``rf_id`` the record-function id Kineto
-    knows (equal in every vintage but legacy). ``thread`` is 0 (main) or 1 (autograd)."""
+    knows (equal in every vintage but legacy). ``thread`` is the host ET thread (0 main,
+    1 autograd, 2 data loader, 3 gloo worker), ``tid`` the OS thread that ran it (they differ
+    for a ``gloo:`` op, filed under the main thread's ``c10d::`` op)."""
 
     host_id: Optional[int]
     parent_host_id: Optional[int]
@@ -218,11 +234,12 @@ class EtNode(msgspec.Struct, frozen=True, gc=False):
 
 
 class RankIdentity(msgspec.Struct, frozen=True):
-    """Who a rank is in its traces: OS pid and (main, autograd) tids, GPU, clock start."""
+    """Who a rank is in its traces: OS pid and (main, autograd[, data loader, gloo worker])
+    tids, GPU, clock start."""
 
     rank: int
     pid: int
-    tids: tuple[int, int]
+    tids: tuple[int, ...]
     device: int
     start_ns: int
     groups: tuple[ProcessGroup, ...]

@@ -45,13 +45,15 @@ class RankSink(Protocol):
 
 
 class CollectiveArrival(msgspec.Struct, frozen=True, gc=False):
-    """A rank's NCCL kernel for ``call`` can start at ``start_ns``; the engine waits to be
-    sent the collective's common end time."""
+    """A rank's NCCL kernel for ``call`` (with ``cpu``: its gloo worker op, ``correlation``
+    0) can start at ``start_ns``; the engine waits to be sent the collective's common end
+    time."""
 
     call: CollectiveCall
     rank: int
     start_ns: int
     correlation: int
+    cpu: bool = False
 
 
 class OpenOp:
@@ -93,10 +95,13 @@ def rank_identity(plan: JobPlan, rank: int) -> RankIdentity:
     """The pid, tids, device and clock start of ``rank`` (pure)."""
     seed = plan.options.seed
     pid = 1_000 + (seed * 7_919 + rank * 104_729) % 4_000_000
+    tids: tuple[int, ...] = (pid, pid + 9 + rank % 5)
+    if plan.options.worker_threads:
+        tids += (pid + 17 + rank % 3, pid + 23 + rank % 4)
     return RankIdentity(
         rank=rank,
         pid=pid,
-        tids=(pid, pid + 9 + rank % 5),
+        tids=tids,
         device=rank % GPUS_PER_NODE,
         start_ns=JOB_START_NS + (seed % 1000) * 1_000 * US,
         groups=plan.groups,
