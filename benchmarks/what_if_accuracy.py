@@ -1,6 +1,7 @@
 """How well the simulator predicts a what-if, against ground truth it did not write.
 
-For each job (seed, ops per step, ranks), the synthetic generator records the same program
+For each job (seed, ops per step, ranks; with a data-loader thread and a gloo-like all_reduce
+on a worker thread unless --no-worker-threads), the synthetic generator records the same program
 at speed 1 and again with one resource faster or slower (GPU kernels, CPU, network). The
 speed-1 recording is linked, converted and simulated with the matching ``--scale`` rules;
 the prediction is compared with the makespan of the recording made at that speed. Prints
@@ -76,14 +77,18 @@ def predicted_makespan_us(nodes: list, rules: list[str]) -> float:
     return max(ends) - min(starts)
 
 
-def run(jobs: list[tuple[int, int, int]]) -> tuple[list[dict], list[dict]]:
-    """The what-if rows, and per job each rank's model-only error and unexplained time."""
+def run(jobs: list[tuple[int, int, int]], workers: bool) -> tuple[list[dict], list[dict]]:
+    """The what-if rows, and per job each rank's model-only error and unexplained time.
+    ``workers``: the programs have a data-loader thread and a gloo-like all_reduce on a
+    worker thread (``chakra_synth --worker-threads``)."""
     rows: list[dict] = []
     model_only: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         base_dir = Path(tmp)
         for seed, ops, ranks in jobs:
-            base = SynthOptions(seed=seed, ranks=ranks, steps=1, ops_per_step=ops)
+            base = SynthOptions(
+                seed=seed, ranks=ranks, steps=1, ops_per_step=ops, worker_threads=workers
+            )
             recorded = base_dir / f"s{seed}"
             generate_job(base, recorded)
             work = base_dir / f"w{seed}"
@@ -121,9 +126,14 @@ def main() -> None:
     parser.add_argument("--jobs", nargs="+", default=["1:200:2", "2:600:3", "3:1000:4"],
                         help="SEED:OPS_PER_STEP:RANKS")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also save the rows as JSON")
+    parser.add_argument(
+        "--no-worker-threads",
+        action="store_true",
+        help="programs without the data-loader and gloo-like worker threads",
+    )
     args = parser.parse_args()
     jobs = [tuple(int(x) for x in text.split(":")) for text in args.jobs]
-    rows, model_only = run(jobs)  # type: ignore[arg-type]
+    rows, model_only = run(jobs, not args.no_worker_threads)  # type: ignore[arg-type]
     print(f"{'job':<34} {'what-if':<13} {'true %':>8} {'predicted %':>12} {'error %':>8}")
     for row in rows:
         print(f"{row['job']:<34} {row['what_if']:<13} {row['true_change_pct']:>8.2f} "
