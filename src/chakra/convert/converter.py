@@ -130,7 +130,7 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     host_comms = {n.id for n in trace.nodes if not n.is_gpu and classifier.is_host_collective(n)}
     idle = thread_chains(trace, by_id, graph, options.gaps, segments, host_comms)
     segments.pieces.clear()  # program order is in the graph now; frees a list per host op
-    evidence(trace, graph, segments)
+    evidence(trace, by_id, graph, segments)
     start_us = {n.id: n.ts for n in trace.nodes if n.ts is not None}
     for op_segments in segments.segments.values():
         start_us.update((s.node_id, s.start) for s in op_segments)

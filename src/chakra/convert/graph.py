@@ -252,14 +252,15 @@ def _waiting_parent(src: int, dst: Optional[int], by_id, graph: Graph, segments)
         graph.add(segments.last(src), segment, "inter_thread")
 
 
-def evidence(trace: EtPlusTrace, graph: Graph, segments: Segmentation) -> None:
+def evidence(
+    trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode], graph: Graph, segments: Segmentation
+) -> None:
     """Add the linker's dependency evidence, mapped onto segments: a GPU op follows the
     segment of its launching op that ends by the launch; a continuation after a
     synchronising call waits for the GPU; an inter-thread source is the op's last segment.
     For reference ET+ (no ``chakra_link``), stream order is rebuilt from the GPU nodes and
     ``sync_dep``/``inter_thread_dep`` are used."""
     gpu = [n for n in trace.nodes if n.is_gpu]
-    trace_by_id = {n.id: n for n in trace.nodes} if trace.link is not None else {}
     for node in gpu:
         launch = node.launch.ts if node.launch is not None else None
         src = segments.ending_by(node.ctrl_deps, launch) if launch is not None else None
@@ -272,7 +273,7 @@ def evidence(trace: EtPlusTrace, graph: Graph, segments: Segmentation) -> None:
                 graph.add(dep.src, inside if inside is not None else dep.dst, dep.kind)
             elif dep.kind == "inter_thread":
                 graph.add(segments.last(dep.src), dep.dst, dep.kind)
-                _waiting_parent(dep.src, dep.dst, trace_by_id, graph, segments)
+                _waiting_parent(dep.src, dep.dst, by_id, graph, segments)
             elif dep.kind in ("stream_order", "event_wait"):
                 graph.add(dep.src, dep.dst, dep.kind)
         return
