@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any, Optional, Union
 
 import msgspec
@@ -138,8 +139,10 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     measured_end = _measured_ends(by_id, segments, idle)
     contradicting = drop_contradicting(graph, start_us, measured_end)
     broken = break_cycles(graph.deps, graph.ids, start_us)
-    timed = [(n.id, start_us[n.id]) for n in trace.nodes if n.ts is not None and n.end is not None]
-    timed += [(s.node_id, s.start) for s in segments.extra]  # later segments wait too
+    timed = chain(
+        ((n.id, start_us[n.id]) for n in trace.nodes if n.ts is not None and n.end is not None),
+        ((s.node_id, s.start) for s in segments.extra),  # later segments wait too
+    )
     delays = add_delays(timed, graph, measured_end, segments.next_id)
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
     kinds = {node.id: distinct.setdefault(kind, kind)
@@ -204,7 +207,8 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
     for gap in plan.idle:
         yield idle_node(gap.node_id, by_id[gap.before], gap.duration_us,
                         sorted(deps.get(gap.node_id, ())))  # fmt: skip
-    op_of = {segment.node_id: segment.op_id for segment in plan.segments.extra}
+    befores = {delay.before for delay in plan.delays if delay.before not in by_id}
+    op_of = {s.node_id: s.op_id for s in plan.segments.extra if s.node_id in befores}
     for delay in plan.delays:  # before an op, or before a later segment of one
         before = by_id[op_of.get(delay.before, delay.before)]
         yield delay_node(delay, before, sorted(deps.get(delay.node_id, ())))
