@@ -151,11 +151,8 @@ class ReferenceEngine:
         if len(meeting.arrivals) < len(meeting.members):
             return
         begin = max(t for t, _ in meeting.arrivals.values())
-        recorded = {}
-        for rank, (_, n) in meeting.arrivals.items():
-            graph = self.graphs[self._rank_index[rank]]
-            recorded[rank] = (graph.duration_us[n], float(graph.measured_start_us[n]),
-                              graph.factor(n))  # fmt: skip
+        recorded = {rank: self.graphs[self._rank_index[rank]].recorded(n)
+                    for rank, (_, n) in meeting.arrivals.items()}  # fmt: skip
         # the meeting rule is the simulator's policy (tested on its own in test_meeting.py);
         # this engine checks the algorithm that applies it
         ends = member_ends(key, len(meeting.members), begin, recorded, self.network)

@@ -91,11 +91,8 @@ class EventSimulation:
         if len(meeting.arrivals) < len(meeting.members):
             return
         begin = max(t for t, _ in meeting.arrivals.values())
-        recorded = {}
-        for rank, (_, n) in meeting.arrivals.items():
-            graph = self.graphs[self._rank_index[rank]]
-            recorded[rank] = (graph.duration_us[n], float(graph.measured_start_us[n]),
-                              graph.factor(n))  # fmt: skip
+        recorded = {rank: self.graphs[self._rank_index[rank]].recorded(n)
+                    for rank, (_, n) in meeting.arrivals.items()}  # fmt: skip
         ends = member_ends(key, len(meeting.members), begin, recorded, self.network)
         for rank, (arrived, n) in sorted(meeting.arrivals.items()):
             self._begin(self._rank_index[rank], n, arrived, ends[rank])

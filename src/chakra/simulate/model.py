@@ -65,8 +65,11 @@ class SimGraph(msgspec.Struct):
     #: collective's measured wait for its last member is not scaled, its transfer is
     duration_factor: Optional[array] = None
 
-    def factor(self, node: int) -> float:
-        return 1.0 if self.duration_factor is None else self.duration_factor[node]
+    def recorded(self, node: int) -> tuple[float, float, float]:
+        """What a meeting needs of a communication node: its duration, its measured start
+        (negative when unknown) and the factor a what-if multiplied its duration by."""
+        factor = 1.0 if self.duration_factor is None else self.duration_factor[node]
+        return self.duration_us[node], float(self.measured_start_us[node]), factor
 
 
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",

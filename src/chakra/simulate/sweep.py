@@ -79,11 +79,6 @@ class _RankPass:
                 time = end
         return time
 
-    def recorded(self, t: int) -> tuple[float, float, float]:
-        """(duration, measured start, what-if factor) of the node at position ``t``."""
-        node = int(self.order[t])
-        return self.duration[t], float(self.graph.measured_start_us[node]), self.graph.factor(node)
-
     def results(self) -> tuple[np.ndarray, np.ndarray]:
         """Starts and ends by node index."""
         starts = np.array(self.starts, dtype=np.float64)
@@ -134,8 +129,10 @@ def sweep(graphs: Sequence[SimGraph], network: Optional[NetworkModel],
                 rank_pass.ends[stop] = time + rank_pass.duration[stop]
                 continue
             begin = max(t for t, _ in meeting.arrivals.values())
-            recorded = {rank: passes[rank_index[rank]].recorded(t)
-                        for rank, (_, t) in meeting.arrivals.items()}  # fmt: skip
+            recorded = {}
+            for rank, (_, t) in meeting.arrivals.items():
+                member = passes[rank_index[rank]]  # t is a position in its take order
+                recorded[rank] = member.graph.recorded(int(member.order[t]))
             ends = member_ends(key, len(meeting.members), begin, recorded, network)
             if not min(ends.values()) >= begin:  # the event-driven order would differ
                 return None
