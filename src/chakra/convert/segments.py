@@ -12,7 +12,8 @@ P's first segment, its first child's subtree, P's next segment, and so on.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Optional, Union
 
@@ -41,6 +42,7 @@ class Segmentation:
         self.segments: dict[int, list[Segment]] = {}
         self.pieces: dict[int, list[Piece]] = {}
         self.extra: list[Segment] = []  # segments with new ids, in creation order
+        self._extra_ids = array("q")  # their ids: ascending, as ids are handed out in order
         self.detached: set[int] = set()  # ops replayed beside their thread (graph.py)
 
     def split(
@@ -99,9 +101,15 @@ class Segmentation:
                 )
         if not moved:
             return segments, pieces
-        self.extra = [moved.get(id(s), s) for s in self.extra]
+        for segment in moved.values():
+            self._replace_extra(segment)
         return ([moved.get(id(s), s) for s in segments],
                 [moved.get(id(p), p) for p in pieces])  # fmt: skip
+
+    def _replace_extra(self, segment: Segment) -> None:
+        """Put ``segment`` where the extra segment with its id is (a binary search: ids in
+        ``extra`` ascend, and a replacement keeps the id at its place)."""
+        self.extra[bisect_left(self._extra_ids, segment.node_id)] = segment
 
     def _anchor_last(self, op_id: int, segments: list[Segment], pieces: list[Piece]):
         """Give the op's id to its last segment (and the last segment's id to the first)."""
@@ -110,7 +118,7 @@ class Segmentation:
         renamed = {id(s): msgspec.structs.replace(s, node_id=swap.get(s.node_id, s.node_id))
                    for s in segments}  # fmt: skip
         first = renamed[id(segments[0])]  # now holds the id the last one had
-        self.extra = [first if s is last else s for s in self.extra]
+        self._replace_extra(first)
         return ([renamed[id(s)] for s in segments],
                 [renamed.get(id(p), p) for p in pieces])  # fmt: skip
 
@@ -125,6 +133,7 @@ class Segmentation:
             pieces.append(segment)
             if node_id != op.id:
                 self.extra.append(segment)
+                self._extra_ids.append(node_id)
 
     def _new_id(self) -> int:
         self.next_id += 1
@@ -156,7 +165,7 @@ class Segmentation:
             moved = msgspec.structs.replace(segment, start=min(resumed, segment.end))
             segments[index] = moved
             if moved.node_id != op_id:
-                self.extra = [moved if s is segment else s for s in self.extra]
+                self._replace_extra(moved)
         return segment.node_id
 
     def containing(self, op_id: int, instant: Number) -> Optional[int]:
