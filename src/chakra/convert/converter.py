@@ -224,8 +224,9 @@ def _end_node(
     ends = [i for i, kind in kinds.items() if kind.node_type in p2p]
     if not ends:
         return None
-    followed = {src for srcs in graph.deps.values() for src in srcs}
-    followed.update(parents.values())
+    candidates = set(ends)  # a set of the few send/recv, not of every node with a successor
+    followed = {src for srcs in graph.deps.values() for src in srcs if src in candidates}
+    followed.update(p for p in parents.values() if p in candidates)
     ends = sorted(i for i in ends if i not in followed)
     if not ends:
         return None
