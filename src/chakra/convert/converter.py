@@ -37,7 +37,7 @@ from chakra.convert.nodes import (
     idle_node,
     segment_node,
 )
-from chakra.convert.parents import forward_parents
+from chakra.convert.parents import backward_parents
 from chakra.convert.segments import Segmentation
 from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
@@ -133,7 +133,7 @@ class _Plan(msgspec.Struct):
     delays: list[DelayNode]
     kinds: dict[int, Classified]
     report: ConvertReport
-    parents: dict[int, int]  # node id -> its ctrl_deps parent (only those kept: parents.py)
+    parents: _Parents
     end: Optional[tuple]  # (id, deps, start_us) of the [end] node, if any (_end_node)
 
 
@@ -160,9 +160,8 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     )
     delays = add_delays(timed, graph, measured_end, segments.next_id)
     start_us.update((delay.node_id, delay.start_us) for delay in delays)
-    parents, parents_dropped = forward_parents(
-        _parents(by_id, segments, idle, delays), graph.deps, graph.ids, start_us
-    )
+    parents = _Parents(by_id, segments, idle, delays)
+    parents.left_out = backward_parents(parents.items(), graph.deps, graph.ids, start_us)
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
     kinds = {node.id: distinct.setdefault(kind, kind)
              for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
@@ -204,7 +203,7 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         warnings=warnings,
         contradicting_edges_dropped=contradicting,
         replayed_beside_thread=len(segments.detached),
-        parents_left_out=parents_dropped,
+        parents_left_out=len(parents.left_out),
         comm_groups=groups,
     )
     return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report, parents, end)
@@ -213,7 +212,7 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
 def _end_node(
     kinds: dict[int, Classified],
     graph: Graph,
-    parents: dict[int, int],
+    parents: _Parents,
     measured_end: dict[int, Any],
     by_id: dict[int, EtPlusNode],
 ) -> Optional[tuple]:
@@ -226,7 +225,7 @@ def _end_node(
         return None
     candidates = set(ends)  # a set of the few send/recv, not of every node with a successor
     followed = {src for srcs in graph.deps.values() for src in srcs if src in candidates}
-    followed.update(p for p in parents.values() if p in candidates)
+    followed.update(p for _, p in parents.items() if p in candidates)
     ends = sorted(i for i in ends if i not in followed)
     if not ends:
         return None
@@ -244,26 +243,48 @@ def _comm_groups(kinds: Iterable[Classified]) -> dict[str, list[int]]:
     return dict(sorted(groups.items(), key=lambda item: int(item[0])))
 
 
-def _parents(
-    by_id: dict[int, EtPlusNode], segments: Segmentation, idle: list[IdleNode], delays: list
-) -> dict[int, int]:
-    """Each node's parent: a host op's or GPU op's ``ctrl_deps``; a later segment's op; an
-    idle node's or a delay's, that of the op it precedes (the op a delayed segment is part
-    of, for a delay before a segment)."""
-    parents = {
-        n.id: n.ctrl_deps for n in by_id.values() if n.ctrl_deps in by_id and n.ctrl_deps != n.id
-    }  # fmt: skip
-    op_of = {s.node_id: s.op_id for s in segments.extra}
-    parents.update(op_of)
-    for gap in idle:
-        parent = parents.get(gap.before)
-        if parent is not None:
-            parents[gap.node_id] = parent
-    for delay in delays:
-        parent = op_of.get(delay.before, parents.get(delay.before))
-        if parent is not None:
-            parents[delay.node_id] = parent
-    return parents
+class _Parents:
+    """Each node's parent (its ``ctrl_deps``), less those left out (:mod:`.parents`): a host
+    op's or GPU op's own ``ctrl_deps``; a later segment's op; an idle node's or a delay's,
+    that of the op it precedes (the op a delayed segment is part of, for a delay before a
+    segment). Only the extra nodes' parents are stored: a dictionary over every node took
+    ~100 MiB on a 600 MB job."""
+
+    def __init__(self, by_id: dict[int, EtPlusNode], segments: Segmentation,
+                 idle: list[IdleNode], delays: list[DelayNode]) -> None:  # fmt: skip
+        self.by_id = by_id
+        self.left_out: set[int] = set()
+        op_of = {s.node_id: s.op_id for s in segments.extra}
+        self.extra = dict(op_of)
+        for gap in idle:
+            parent = self._own(gap.before)
+            if parent is not None:
+                self.extra[gap.node_id] = parent
+        for delay in delays:
+            parent = op_of.get(delay.before, self._own(delay.before))
+            if parent is not None:
+                self.extra[delay.node_id] = parent
+
+    def _own(self, node_id: int) -> Optional[int]:
+        node = self.by_id.get(node_id)
+        if node is None or node.ctrl_deps not in self.by_id or node.ctrl_deps == node_id:
+            return None
+        return node.ctrl_deps
+
+    def get(self, node_id: int) -> Optional[int]:
+        """The parent written as ``ctrl_deps`` (None: none, or left out)."""
+        if node_id in self.left_out:
+            return None
+        parent = self.extra.get(node_id)
+        return parent if parent is not None else self._own(node_id)
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        """Every (child, parent), before any is left out."""
+        for node_id in self.by_id:
+            parent = self._own(node_id)
+            if parent is not None:
+                yield node_id, parent
+        yield from self.extra.items()
 
 
 def _measured_ends(

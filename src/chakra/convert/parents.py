@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 
-def forward_parents(
-    parents: Mapping[int, int],
+def backward_parents(
+    parents: Iterable[tuple[int, int]],
     deps: Mapping[int, Collection[int]],
     ids: Collection[int],
     start_us: Mapping[int, Any],
-) -> tuple[dict[int, int], int]:
-    """The parent edges (child -> parent) that point forward in the order of the module
-    doc, and how many were dropped. ``deps`` must be acyclic over ``ids``.
+) -> set[int]:
+    """The children whose parent edge (child, parent) does not point forward in the order
+    of the module doc: their parent is left out. ``deps`` must be acyclic over ``ids``.
 
     Converted ids are dense (0..n plus a few), so counts, successor rows and positions
     live in flat arrays indexed by id (8 bytes a node or edge: dictionaries of lists took
@@ -38,10 +38,10 @@ def forward_parents(
     if order and (order[0] < 0 or order[-1] > 4 * len(order) + 1024):
         number = {node: i for i, node in enumerate(order)}
         renumbered = {number[d]: [number[s] for s in srcs] for d, srcs in deps.items()}
-        dense = {number[c]: number[p] for c, p in parents.items() if c in number and p in number}
+        dense = ((number.get(c, -1), number.get(p, -1)) for c, p in parents)
         times = {number[n]: t for n, t in start_us.items() if n in number}
-        kept = forward_parents(dense, renumbered, range(len(order)), times)[0]
-        return {order[c]: order[p] for c, p in kept.items()}, len(parents) - len(kept)
+        backward = backward_parents(dense, renumbered, range(len(order)), times)
+        return {order[c] for c in backward if c >= 0}
     top = order[-1] + 1 if order else 0
     pending = array("q", bytes(8 * top))
     row_start = array("q", bytes(8 * (top + 1)))
@@ -72,13 +72,11 @@ def forward_parents(
             pending[succ] -= 1
             if pending[succ] == 0:
                 push(ready, (_time(get(succ)), succ))
-    kept = {}
-    for child, parent in parents.items():
-        if 0 <= child < top and 0 <= parent < top:
-            at_child, at_parent = position[child], position[parent]
-            if at_parent >= 0 and at_child >= 0 and at_parent < at_child:
-                kept[child] = parent
-    return kept, len(parents) - len(kept)
+    backward = set()
+    for child, parent in parents:
+        if not (0 <= child < top and 0 <= parent < top and 0 <= position[parent] < position[child]):
+            backward.add(child)
+    return backward
 
 
 def _time(value: Any) -> float:
