@@ -128,7 +128,7 @@ def model_only(engine: Engine) -> Engine:
         durations = np.frombuffer(graph.duration_us, dtype=np.float64).copy()
         durations[unexplained_nodes(graph)] = 0.0
         graphs.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
-    model = Engine(graphs, engine.network)
+    model = engine.with_graphs(graphs)
     model.run()
     return model
 
