@@ -54,11 +54,14 @@ class AstraEventSimulation(EventSimulation):
 
     def __init__(self, graphs: Sequence[SimGraph], ring: AstraRing, start: list[array],
                  end: list[array]) -> None:  # fmt: skip
-        unused = [[[] for _ in graph.resources] for graph in graphs]
-        super().__init__(graphs, None, unused, [0.0] * len(graphs), start, end)
+        no_orders: list[list[list[int]]] = [[] for _ in graphs]  # slots take ready nodes
+        super().__init__(graphs, None, no_orders, [0.0] * len(graphs), start, end)
         self._ring = ring
         self._duration_ns = [[round(d * 1000.0) for d in g.duration_us] for g in graphs]
-        self._queued: list[list[list[tuple[int, int]]]] = unused  # heaps of (id, node)
+        # per rank, per slot: the ready nodes not yet issued, a heap of (id, node)
+        self._queued: list[list[list[tuple[int, int]]]] = [
+            [[] for _ in graph.resources] for graph in graphs
+        ]
         self._message_ns: dict[CommKey, int] = {}
 
     def run(self) -> None:
