@@ -70,7 +70,7 @@ def measure(count: int, ranks: int) -> dict:
     graphs = [build_graph(nodes, rank) for rank, nodes in enumerate(graphs_nodes)]
     built, built_cpu = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory() as folder:
-        paths = [Path(folder, f"rank{rank}.et") for rank in range(ranks)]
+        paths = [Path(folder, f"workload.{rank}.et") for rank in range(ranks)]
         for path, nodes in zip(paths, graphs_nodes):
             write_et(path, GlobalMetadata(version="0.0.4"), nodes)
         del graphs, nodes

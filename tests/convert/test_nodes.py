@@ -50,7 +50,7 @@ def test_payload_replaces_the_nodes_own_fields() -> None:
 
 
 def test_idle_and_delay_nodes() -> None:
-    idle = Node.FromString(idle_node(90, KERNEL, 0.75, [8]))
+    idle = Node.FromString(idle_node(90, KERNEL, 0.75, [8], 3))
     assert (idle.name, list(idle.ctrl_deps), list(idle.data_deps)) == ("[idle]", [3], [8])
     assert (idle.start_time_micros, idle.duration_micros) == (100, 1)  # 99.5 -> 100, 0.75 -> 1
     assert attrs(idle) == {"duration_ns": 750, "tid": 4, "is_cpu_op": True, "idle_before": 7}
@@ -58,8 +58,10 @@ def test_idle_and_delay_nodes() -> None:
     class Delay:
         node_id, start_us, duration_us = 91, 98.0, 2.0
 
-    delay = Node.FromString(delay_node(Delay, KERNEL, [1, 2]))
-    assert (delay.name, list(delay.ctrl_deps), delay.duration_micros) == ("[delay]", [7], 2)
+    # a delay's parent is the delayed op's parent, never the op itself: the op lists the
+    # delay among its data_deps, so a ctrl_deps on the op would close a cycle
+    delay = Node.FromString(delay_node(Delay, KERNEL, [1, 2], 3))
+    assert (delay.name, list(delay.ctrl_deps), delay.duration_micros) == ("[delay]", [3], 2)
     assert attrs(delay) == {"is_cpu_op": True, "delay_before": 7}  # no tid: no resource
 
 

@@ -44,16 +44,28 @@ def test_allgather_1_0_2(shared_traces: Path) -> None:
     graph = convert_et_plus(load_et_plus(shared_traces / HOST_ETS[0]), ConvertOptions())
     gathers = [n for n in graph.nodes if n.type == NodeType.COMM_COLL_NODE]
     assert len(gathers) == 10
-    # each gathers one float32 per rank: 4 bytes in, on the default group "0"
+    # each gathers one float32 per rank: 4 bytes in, on the default group "0" (ASTRA-sim's 1)
     assert {(get_int_attr(n, "comm_type"), get_int_attr(n, "comm_size"),
-             get_str_attr(n, "pg_name")) for n in gathers} == {(2, 4, "0")}  # fmt: skip
+             get_str_attr(n, "pg_name"), get_str_attr(n, "pg_name_original"))
+            for n in gathers} == {(2, 4, "1", "0")}  # fmt: skip
 
 
 def test_resnet_1_1_0_metadata_node(shared_traces: Path) -> None:
-    graph = convert_et_plus(load_et_plus(shared_traces / HOST_ETS[2]), ConvertOptions())
-    (metadata,) = [n for n in graph.nodes if n.type == NodeType.METADATA_NODE]
-    (group,) = json.loads(get_str_attr(metadata, "process_groups"))
+    et_plus = load_et_plus(shared_traces / HOST_ETS[2])
+    # by default no METADATA node (it aborts ASTRA-sim): a CPU node keeps the table
+    graph = convert_et_plus(et_plus, ConvertOptions())
+    assert not [n for n in graph.nodes if n.type == NodeType.METADATA_NODE]
+    (init,) = [n for n in graph.nodes if "process_group:init" in n.name]
+    assert init.type == NodeType.COMP_NODE and get_bool_attr(init, "is_cpu_op") is True
+    (group,) = json.loads(get_str_attr(init, "process_groups"))
     assert (group["pg_name"], group["group_size"]) == ("0", 2)
+    # asked for, the METADATA node in ASTRA-sim's form: a Python literal holding one JSON
+    # text, read after cutting two characters from each end; group "0" has ASTRA-sim id 1
+    graph = convert_et_plus(et_plus, ConvertOptions(process_group_metadata=True))
+    (metadata,) = [n for n in graph.nodes if n.type == NodeType.METADATA_NODE]
+    value = metadata.inputs.values
+    assert value.startswith("['[{") and value.endswith("}]']")
+    assert json.loads(value[2:-2]) == [{"pg_name": "1", "ranks": [0, 1], "pg_name_original": "0"}]
     collectives = [n for n in graph.nodes if n.type == NodeType.COMM_COLL_NODE]
     assert sorted(get_int_attr(n, "comm_type") for n in collectives) == [0] * 15 + [5] * 6
 

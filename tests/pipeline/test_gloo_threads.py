@@ -38,7 +38,7 @@ def test_gloo_work_stays_on_worker_threads(tmp_path: Path) -> None:
         assert rank["link"]["host_ops_on_other_threads"] == 8  # the 8 gloo:* ops on workers
         assert rank["convert"]["contradicting_edges_dropped"] == 0
         kineto = _kineto_threads(r)
-        with EtReader(tmp_path / f"rank{r}.et") as reader:
+        with EtReader(tmp_path / f"workload.{r}.et") as reader:
             nodes = list(reader)
         main_tid = next(get_int_attr(n, "tid") for n in nodes if n.name.startswith("ProfilerStep"))
         for node in nodes:

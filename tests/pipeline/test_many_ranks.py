@@ -36,7 +36,7 @@ def serial(traces: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def same_outputs(out: Path, expected: Path) -> None:
     for rank in range(RANKS):
-        name = f"rank{rank}.et"
+        name = f"workload.{rank}.et"
         assert (out / name).read_bytes() == (expected / name).read_bytes(), name
     spans = [
         [r["simulation"]["simulated_makespan_us"] for r in json.loads(

@@ -33,7 +33,7 @@ def test_linear_one_rank(shared_traces: Path, tmp_path: Path) -> None:
     param = shared_traces / "param"
     result = run_pipeline([RankFiles(0, param / "linear.host_et.json.gz",
                                      param / "linear.kineto.json.gz")], tmp_path)  # fmt: skip
-    for name in ("rank0.et_plus.json", "rank0.et", "report.json", "timeline.json",
+    for name in ("rank0.et_plus.json", "workload.0.et", "report.json", "timeline.json",
                  "utilisation.png"):  # fmt: skip
         assert (tmp_path / name).exists(), name
     assert_perfetto_json(result.timeline, 1)
@@ -52,7 +52,7 @@ def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("rank") and len(lines) == 6
-    assert all(f"rank{r}.et" in {p.name for p in out.iterdir()} for r in range(4))
+    assert all(f"workload.{r}.et" in {p.name for p in out.iterdir()} for r in range(4))
     assert_perfetto_json(out / "timeline.json", 4)
     assert (out / "utilisation.png").read_bytes()[:8] == PNG
     report = json.loads((out / "report.json").read_text())

@@ -53,7 +53,7 @@ def makespans(out: Path) -> list[float]:
 
 def assert_same_outputs(out: Path, expected: Path) -> None:
     for rank in range(RANKS):
-        name = f"rank{rank}.et"
+        name = f"workload.{rank}.et"
         assert (out / name).read_bytes() == (expected / name).read_bytes(), name
     assert makespans(out) == makespans(expected)
 
@@ -78,7 +78,7 @@ def test_an_interrupted_run_redoes_only_the_missing_ranks(
     out = tmp_path / "out"
     shutil.copytree(serial, out)  # copies keep their modification times
     for rank in (1, 4):
-        (out / f"rank{rank}.et").unlink()
+        (out / f"workload.{rank}.et").unlink()
     before = {r: (out / f"rank{r}.et_plus.json").stat().st_mtime_ns for r in range(RANKS)}
     result = run_pipeline(job, out, jobs=2, plot=False)
     assert result.reused == [0, 2, 3, 5]

@@ -53,7 +53,7 @@ def memory_job(local_job: Path) -> Iterator[str]:
 
 def same_outputs(read: Callable[[str], bytes], out: str, expected: Path) -> None:
     for rank in range(RANKS):
-        assert read(f"{out}/rank{rank}.et") == (expected / f"rank{rank}.et").read_bytes()
+        assert read(f"{out}/workload.{rank}.et") == (expected / f"workload.{rank}.et").read_bytes()
         assert read(f"{out}/rank{rank}.et_plus.json")  # it names its inputs: not compared
     spans = [
         [r["simulation"]["simulated_makespan_us"] for r in json.loads(report)["ranks"]]
@@ -84,7 +84,7 @@ def test_rerun_over_a_url_folder_reuses_finished_ranks(memory_job: str, local_ru
     ranks = ranks_in_folder(f"{memory_job}/traces")
     out = f"{memory_job}/out"
     run_pipeline(ranks, out, plot=False)
-    fs.rm(f"{out}/rank1.et")
+    fs.rm(f"{out}/workload.1.et")
     assert run_pipeline(ranks, out, plot=False).reused == [0, 2]
     assert run_pipeline(ranks, out, plot=False).reused == [0, 1, 2]
     host = f"{memory_job}/traces/rank2.host_et.json.gz"

@@ -52,12 +52,13 @@ def test_legacy_job_meets_across_ranks_and_validates(tmp_path: Path) -> None:
     report = json.loads(result.report.read_text())
     # rank 2 and 3 named their pair group "1" like ranks 0 and 1: split by consecutive ranks
     assert report["agreement"]["counts"] == {"groups split by consecutive ranks": 2}
-    assert report["agreement"]["groups_compared"] == ["0", "1", "2"]
+    # ASTRA-sim group ids: the truth's group number + 1
+    assert report["agreement"]["groups_compared"] == ["1", "2", "3"]
     assert report["agreement"]["disagreements"] == []
     for r in range(4):
-        names = [get_attr(n, "pg_name") for n in comm_nodes(tmp_path / "out" / f"rank{r}.et")]
-        assert names == truth_groups(tmp_path / "legacy", r)
-        assert sorted(set(names)) == ["0", "1" if r < 2 else "2"]
+        names = [get_attr(n, "pg_name") for n in comm_nodes(tmp_path / "out" / f"workload.{r}.et")]
+        assert names == [str(int(name) + 1) for name in truth_groups(tmp_path / "legacy", r)]
+        assert sorted(set(names)) == ["1", "2" if r < 2 else "3"]
     modern = run_pipeline(job(tmp_path / "modern", []), tmp_path / "modern_out", plot=False)
     for legacy_rank, modern_rank in zip(result.ranks, modern.ranks):
         simulated = legacy_rank["simulation"]["simulated_makespan_us"]
@@ -66,14 +67,14 @@ def test_legacy_job_meets_across_ranks_and_validates(tmp_path: Path) -> None:
         assert (
             abs(simulated - modern_rank["simulation"]["simulated_makespan_us"]) <= 0.02 * measured
         )
-    ets = [tmp_path / "out" / f"rank{r}.et" for r in range(4)]
+    ets = [tmp_path / "out" / f"workload.{r}.et" for r in range(4)]
     # every collective meets its whole group (with per-rank addresses each would meet alone)
     table = meetings([load_graph(path, r) for r, path in enumerate(ets)])
     members = {key.pg_name: sorted(meeting.members) for key, meeting in table.items()}
-    assert members == {"0": [0, 1, 2, 3], "1": [0, 1], "2": [2, 3]}
+    assert members == {"1": [0, 1, 2, 3], "2": [0, 1], "3": [2, 3]}
     ok = validate(*ets)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "process groups compared: 0, 1, 2" in ok.stdout
+    assert "process groups compared: 1, 2, 3" in ok.stdout
     # swap the types of rank 1's first two collectives of different types
     broken = tmp_path / "rank1.swapped.et"
     with EtReader(ets[1]) as reader, EtWriter(broken, reader.metadata) as writer:
@@ -125,12 +126,12 @@ def test_orphan_nccl_kernel_is_filled_from_its_peers(tmp_path: Path) -> None:
                                    "groups split by consecutive ranks": 2}  # fmt: skip
     # rank 1 for its orphan; ranks 2 and 3 for their pair group's new name "2"
     assert agreement["disagreements"] == [] and agreement["ranks_rewritten"] == [1, 2, 3]
-    (orphan,) = [n for n in comm_nodes(tmp_path / "out" / "rank1.et")
+    (orphan,) = [n for n in comm_nodes(tmp_path / "out" / "workload.1.et")
                  if get_attr(n, "comm_filled") is not None]  # fmt: skip
     assert orphan.name == kernel["name"] and orphan.start_time_micros == int(kernel["ts"])
-    peer = comm_nodes(tmp_path / "out" / "rank0.et")[0]
+    peer = comm_nodes(tmp_path / "out" / "workload.0.et")[0]
     assert true_type == "broadcast" and get_attr(peer, "comm_type") == 5  # BROADCAST
     assert get_attr(orphan, "comm_type") == 5 and get_attr(orphan, "comm_size") == 4096
-    assert get_attr(orphan, "pg_name") == "0" and get_attr(peer, "pg_name") == "0"
+    assert get_attr(orphan, "pg_name") == "1" and get_attr(peer, "pg_name") == "1"
     assert get_attr(orphan, "comm_filled") == "pg_name,comm_type,comm_size"
     assert get_attr(orphan, "comm_type_guessed") is None

@@ -12,10 +12,12 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert import ConvertOptions, convert_file
+from chakra.convert.astra_sim import add_comm_groups, comm_groups_path
 from chakra.errors import ChakraError
 
 logger = logging.getLogger(__name__)
@@ -34,6 +36,13 @@ def _add_pytorch_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--simulate", action="store_true",
                         help="simulate the converted graph and print its makespan")  # fmt: skip
+    parser.add_argument("--rank", type=int, metavar="R",
+                        help="this trace's global rank (default: the one Kineto recorded), "
+                             "for the ends of send/recv")  # fmt: skip
+    parser.add_argument("--process-group-metadata", action="store_true",
+                        help="write the process group table as a METADATA node in the form "
+                             "ASTRA-sim parses (the ASTRA-sim of 2026-03 aborts on any "
+                             "METADATA node)")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +102,9 @@ def _convert(args: argparse.Namespace) -> None:
     target = getattr(args, "output", None) or args.output_filename
     if not source or not target:
         raise ChakraError("missing --input/--output (or --input_filename/--output_filename)")
-    report = convert_file(source, target, ConvertOptions(gaps=not args.no_gaps))
+    options = ConvertOptions(gaps=not args.no_gaps, rank=args.rank,
+                             process_group_metadata=args.process_group_metadata)  # fmt: skip
+    report = convert_file(source, target, options)
     if args.validate:
         from chakra.et.validate import validate_et
 
@@ -105,6 +116,10 @@ def _convert(args: argparse.Namespace) -> None:
     types = ", ".join(f"{n} {name}" for name, n in report.nodes_by_type.items())
     total = sum(report.nodes_by_type.values())
     logger.info("wrote %d nodes (%s) to %s", total, types, target)
+    if report.comm_groups:
+        groups = comm_groups_path(Path(target))
+        add_comm_groups(groups, report.comm_groups)
+        logger.info("ASTRA-sim communicator groups in %s (--comm-group-configuration)", groups)
     if args.simulate:
         from chakra.simulate.analysis import log_reference_lines
         from chakra.simulate.result import rank_results

@@ -46,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=".",
         help="existing folder to write into (default: the current folder)",
     )
+    parser.add_argument(
+        "--all-families",
+        "--all_families",
+        dest="all_families",
+        action="store_true",
+        help="also write the reference's families ASTRA-sim cannot run: a METADATA node, "
+        "BARRIER, and a receive with no sender",
+    )
     add_log_level_option(parser)
     return parser
 
@@ -56,6 +64,7 @@ def _generate(args: argparse.Namespace) -> None:
         runtime_us=args.default_runtime,
         tensor_size=args.default_tensor_size,
         comm_size=args.default_comm_size,
+        all_families=args.all_families,
     )
     written = generate(options, args.output_dir)
     logger.info("wrote %d files to %s", len(written), args.output_dir)

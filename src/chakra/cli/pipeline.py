@@ -9,11 +9,13 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.convert.astra_sim import command_line
 from chakra.errors import ChakraError
 from chakra.fileio.location import location, name_of
 from chakra.link import LinkOptions
 from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.inputs import ranks_in_folders
+from chakra.pipeline.resume import ET_PREFIX
 from chakra.pipeline.run import summary_table
 
 
@@ -35,6 +37,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-j", "--jobs", type=int, default=1, help="ranks prepared in parallel")
     parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
     parser.add_argument("--allow-pid-mismatch", action="store_true")
+    parser.add_argument("--et-prefix", default=ET_PREFIX, metavar="PREFIX",
+                        help="write the graphs as PREFIX.<rank>.et, the family ASTRA-sim loads "
+                             f"(default: {ET_PREFIX})")  # fmt: skip
+    parser.add_argument("--process-group-metadata", action="store_true",
+                        help="write the process group table as a METADATA node in the form "
+                             "ASTRA-sim parses (the ASTRA-sim of 2026-03 aborts on any "
+                             "METADATA node; by default the groups go to "
+                             "PREFIX.comm_groups.json)")  # fmt: skip
     parser.add_argument(
         "--no-resume",
         action="store_true",
@@ -84,7 +94,8 @@ def _run(args: argparse.Namespace) -> None:
                           options=LinkOptions(allow_pid_mismatch=args.allow_pid_mismatch),
                           plot=not args.no_plot, resume=not args.no_resume,
                           max_memory_gb=args.max_memory, executor=args.executor,
-                          scheduler=args.scheduler)  # fmt: skip
+                          scheduler=args.scheduler, et_prefix=args.et_prefix,
+                          process_group_metadata=args.process_group_metadata)  # fmt: skip
     if result.reused:
         print(f"reused {len(result.reused)} of {len(result.ranks)} ranks from an earlier run "
               "(outputs newer than inputs; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
@@ -92,6 +103,11 @@ def _run(args: argparse.Namespace) -> None:
     print(f"outputs in {result.output_dir}: report {name_of(result.report)}, "
           f"timeline {name_of(result.timeline)} (open in https://ui.perfetto.dev)"
           + (f", plot {name_of(result.plot)}" if result.plot else ""))  # fmt: skip
+    if result.et_prefix is not None:
+        print(f"ASTRA-sim: {command_line(result.et_prefix, result.comm_groups)}")
+        if len(result.ranks) == 1:
+            print("  (ASTRA-sim's analytical network needs 2 NPUs or more: to run one rank, "
+                  f"copy {name_of(result.et_prefix)}.0.et to {name_of(result.et_prefix)}.1.et)")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -7,9 +7,12 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.convert.astra_sim import comm_groups_path
+from chakra.errors import ChakraError
 from chakra.et.validate import ValidationOptions
 from chakra.tools.validate import (
     ValidationFailedError,
@@ -38,12 +41,46 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="GPU nodes must carry a stream attribute",
     )
+    parser.add_argument(
+        "--comm-groups",
+        type=Path,
+        metavar="FILE",
+        help="ASTRA-sim comm-group JSON: every pg_name must be one of its groups (default: "
+        "PREFIX.comm_groups.json beside a PREFIX.<rank>.et family, when there is one)",
+    )
+    parser.add_argument(
+        "--no-astra-sim",
+        action="store_true",
+        help="skip the checks of what the shipped ASTRA-sim cannot run (METADATA nodes, "
+        "pg_name not a group id from 1, BARRIER and other unsupported collectives, "
+        "send/recv without comm_src/comm_dst/comm_tag)",
+    )
     add_log_level_option(parser)
     return parser
 
 
+def _comm_groups(args: argparse.Namespace) -> Optional[frozenset[str]]:
+    """The group ids of the comm-group file given or found beside the files (None: none)."""
+    path = args.comm_groups
+    if path is None:
+        found = {comm_groups_path(Path(f)) for f in args.files}
+        if len(found) != 1 or not next(iter(found)).is_file():
+            return None
+        path = next(iter(found))
+        logger.info("checking group names against %s", path)
+    try:
+        table = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ChakraError(f"{path}: cannot read the comm-group file ({exc})") from exc
+    if not isinstance(table, dict):
+        raise ChakraError(f'{path}: not a comm-group file ({{"<pg_name>": [ranks]}})')
+    return frozenset(str(name) for name in table)
+
+
 def _validate(args: argparse.Namespace) -> None:
-    options = ValidationOptions(require_streams=args.require_streams)
+    options = ValidationOptions(require_streams=args.require_streams,
+                                astra_sim=not args.no_astra_sim,
+                                comm_groups=_comm_groups(args))  # fmt: skip
     results = [check_file(path, options) for path in args.files]
     agreement = cross_rank(results)
     mismatches = mismatches_of(agreement, results) if len(results) > 1 else []

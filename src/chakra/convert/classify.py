@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import msgspec
 
+from chakra.convert.astra_sim import GroupIds
 from chakra.convert.collectives import (
     PointToPoint,
     dtype_bytes,
@@ -17,6 +18,7 @@ from chakra.convert.collectives import (
     kind_from_name,
 )
 from chakra.convert.et_plus_input import EtPlusNode
+from chakra.et.astra_sim import STAND_INS
 from chakra.et.schema import CollectiveCommType, NodeType
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.host_model import OpArgs
@@ -36,9 +38,19 @@ class Classified(msgspec.Struct, frozen=True, gc=False):
     comm_size: Optional[int] = None
     pg_name: Optional[str] = None
     pg_ranks: Optional[tuple[int, ...]] = None
-    process_groups: Optional[str] = None  # METADATA node: the group table as JSON text
+    process_groups: Optional[str] = None  # the process_group:init node: its table as JSON
     type_guessed: bool = False
     pg_size: Optional[int] = None
+    #: what ASTRA-sim cannot take as is (convert/astra_sim.py): the type replaced by a
+    #: stand-in, the PyTorch group name replaced by a group id
+    comm_type_original: Optional[CollectiveCommType] = None
+    pg_name_original: Optional[str] = None
+    #: send/recv: the global ranks sending and receiving, and the pair's message number
+    comm_src: Optional[int] = None
+    comm_dst: Optional[int] = None
+    comm_tag: Optional[int] = None
+    #: the process_group:init node as ASTRA-sim's METADATA form (``--process-group-metadata``)
+    metadata_values: Optional[str] = None
 
 
 def _is_comm_kernel(node: EtPlusNode) -> bool:
@@ -80,8 +92,15 @@ class Classifier:
     """Classifies nodes; ``by_id`` gives access to ancestors for host metadata. Counts what
     it had to guess in ``guesses``."""
 
-    def __init__(self, by_id: Mapping[int, EtPlusNode]) -> None:
+    def __init__(
+        self, by_id: Mapping[int, EtPlusNode], rank: Optional[int] = None, metadata: bool = False
+    ) -> None:
         self.by_id = by_id
+        self.rank = rank
+        self.metadata = metadata
+        self.group_ids = GroupIds()
+        self.p2p_count: Counter[tuple[str, int, int]] = Counter()
+        self.notes: Counter[str] = Counter()  # what was rewritten for ASTRA-sim, not guessed
         self.guesses: Counter[str] = Counter()
         nodes = by_id.values()
         self.children: dict[int, list[EtPlusNode]] = {}
@@ -111,8 +130,12 @@ class Classifier:
 
     def classify(self, node: EtPlusNode) -> Classified:
         if PROCESS_GROUP_INIT in node.name:
-            table = json.dumps(process_groups(node), sort_keys=True)
-            return Classified(NodeType.METADATA_NODE, True, process_groups=table)
+            groups = process_groups(node)
+            table = json.dumps(groups, sort_keys=True)
+            if not self.metadata:  # a METADATA node aborts the shipped ASTRA-sim
+                return Classified(NodeType.COMP_NODE, True, process_groups=table)
+            return Classified(NodeType.METADATA_NODE, True, process_groups=table,
+                              metadata_values=self._astra_table(groups))  # fmt: skip
         if node.is_gpu:
             if _is_comm_kernel(node):
                 return self._comm(node, is_cpu_op=False)
@@ -168,16 +191,57 @@ class Classifier:
         ranks = _ranks(node.collective.pg_ranks) if node.collective else None
         pg_size = (comms.attr("pg_size") if comms else None) or (
             node.collective.group_size if node.collective else None)  # fmt: skip
-        node_type = NodeType.COMM_COLL_NODE
+        original = None if pg_name is None else str(pg_name)
+        group = None if original is None else self.group_ids.of(original)
         if isinstance(kind, PointToPoint):
-            node_type = (
-                NodeType.COMM_SEND_NODE if kind is PointToPoint.SEND else NodeType.COMM_RECV_NODE
-            )
+            return self._point_to_point(kind, is_cpu_op, size, group, original, ranks, pg_size)
+        stand_in = STAND_INS.get(kind)
+        if stand_in is not None:
+            self.notes[f"{kind.name} written as {stand_in.name} (ASTRA-sim has no "
+                       f"{kind.name}; comm_type_original keeps it)"] += 1  # fmt: skip
+            if kind is CollectiveCommType.BARRIER:
+                size = 0
         return Classified(
-            node_type, is_cpu_op, None if isinstance(kind, PointToPoint) else kind, size,
-            None if pg_name is None else str(pg_name), ranks, type_guessed=guessed,
+            NodeType.COMM_COLL_NODE, is_cpu_op, kind if stand_in is None else stand_in, size,
+            group, ranks,
+            type_guessed=guessed,
             pg_size=pg_size if isinstance(pg_size, int) and pg_size > 0 else None,
+            comm_type_original=None if stand_in is None else kind, pg_name_original=original,
         )  # fmt: skip
+
+    def _point_to_point(self, kind: PointToPoint, is_cpu_op: bool, size: int,
+                        group: Optional[str], original: Optional[str],
+                        ranks: Optional[tuple[int, ...]], pg_size: Any) -> Classified:  # fmt: skip
+        """A send or recv, with the global ranks at both ends when the group is a pair that
+        holds this rank, and a tag numbering the pair's messages in each direction."""
+        send = kind is PointToPoint.SEND
+        src = dst = tag = None
+        if ranks is not None and len(ranks) == 2 and self.rank in ranks:
+            peer = ranks[1] if ranks[0] == self.rank else ranks[0]
+            src, dst = (self.rank, peer) if send else (peer, self.rank)
+            tag = self.p2p_count[(group or "", src, dst)]
+            self.p2p_count[(group or "", src, dst)] += 1
+        else:
+            self.guesses["send/recv ops whose peer rank is unknown here: no comm_src/comm_dst "
+                         "(chakra_pipeline fills them from the other ranks)"] += 1  # fmt: skip
+        return Classified(
+            NodeType.COMM_SEND_NODE if send else NodeType.COMM_RECV_NODE, is_cpu_op, None, size,
+            group, ranks, pg_size=pg_size if isinstance(pg_size, int) and pg_size > 0 else None,
+            pg_name_original=original, comm_src=src, comm_dst=dst, comm_tag=tag,
+        )  # fmt: skip
+
+    def _astra_table(self, groups: list[dict[str, Any]]) -> str:
+        """The group table in the form ASTRA-sim parses from a METADATA node's input value
+        (a Python literal holding one JSON string), with its group ids; a group listing no
+        ranks (PyTorch's default group) lists ``range(group_size)``."""
+        table = []
+        for group in groups:
+            if not isinstance(group, dict) or group.get("pg_name") is None:
+                continue
+            ranks = group.get("ranks") or list(range(int(group.get("group_size") or 0)))
+            table.append({"pg_name": self.group_ids.of(str(group["pg_name"])), "ranks": ranks,
+                          "pg_name_original": str(group["pg_name"])})  # fmt: skip
+        return repr([json.dumps(table)])
 
     def _size(self, node: EtPlusNode, comms: Optional[EtPlusNode]) -> int:
         """Bytes of the input message: element count x dtype size from the host metadata,

@@ -36,6 +36,7 @@ from chakra.convert.nodes import (
     idle_node,
     segment_node,
 )
+from chakra.convert.parents import forward_parents
 from chakra.convert.segments import Segmentation
 from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
@@ -47,9 +48,15 @@ logger = logging.getLogger(__name__)
 
 
 class ConvertOptions(msgspec.Struct, frozen=True):
-    """``gaps``: replay measured idle time before top-level CPU ops as idle nodes."""
+    """``gaps``: replay measured idle time before top-level CPU ops as idle nodes.
+    ``rank``: this trace's global rank (default: the ET+'s, from Kineto), for the ends of
+    send/recv. ``process_group_metadata``: write the process_group:init op as a METADATA
+    node in the form ASTRA-sim parses (the shipped ASTRA-sim aborts on any METADATA node:
+    by default it is a CPU node keeping the table in ``process_groups``)."""
 
     gaps: bool = True
+    rank: Optional[int] = None
+    process_group_metadata: bool = False
 
 
 class ConvertReport(msgspec.Struct, frozen=True):
@@ -63,6 +70,10 @@ class ConvertReport(msgspec.Struct, frozen=True):
     contradicting_edges_dropped: int = 0
     #: ops closed after their parent returned, replayed without holding their thread
     replayed_beside_thread: int = 0
+    #: parents not written as ctrl_deps: they would close a cycle with data_deps (parents.py)
+    parents_left_out: int = 0
+    #: ASTRA-sim group id -> global ranks, for the groups whose members this trace names
+    comm_groups: dict[str, list[int]] = {}
 
 
 class EtGraph(msgspec.Struct, frozen=True):
@@ -121,13 +132,15 @@ class _Plan(msgspec.Struct):
     delays: list[DelayNode]
     kinds: dict[int, Classified]
     report: ConvertReport
+    parents: dict[int, int]  # node id -> its ctrl_deps parent (only those kept: parents.py)
 
 
 def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     by_id = _index(trace)
     graph = Graph(by_id)
     segments = Segmentation(max(by_id) + 1)
-    classifier = Classifier(by_id)
+    rank = options.rank if options.rank is not None else trace.link.rank if trace.link else None
+    classifier = Classifier(by_id, rank, options.process_group_metadata)
     host_comms = {n.id for n in trace.nodes if not n.is_gpu and classifier.is_host_collective(n)}
     idle = thread_chains(trace, by_id, graph, options.gaps, segments, host_comms)
     segments.pieces.clear()  # program order is in the graph now; frees a list per host op
@@ -144,12 +157,27 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         ((s.node_id, s.start) for s in segments.extra),  # later segments wait too
     )
     delays = add_delays(timed, graph, measured_end, segments.next_id)
+    start_us.update((delay.node_id, delay.start_us) for delay in delays)
+    parents, parents_dropped = forward_parents(
+        _parents(by_id, segments, idle, delays), graph.deps, graph.ids, start_us
+    )
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
     kinds = {node.id: distinct.setdefault(kind, kind)
              for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
     types = Counter(kind.node_type.name for kind in kinds.values())
     types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays)
     warnings = [f"{count} x {what}" for what, count in sorted(classifier.guesses.items())]
+    warnings += [f"{count} x {what}" for what, count in sorted(classifier.notes.items())]
+    groups = _comm_groups(kinds.values())
+    unlisted = sorted({k.pg_name for k in kinds.values() if k.pg_name is not None} - set(groups))
+    if unlisted:
+        warnings.append(f"process groups {', '.join(unlisted)} have no known members here "
+                        "(no pg_ranks): the comm-group file cannot list them; chakra_pipeline "
+                        "finds them from all ranks")  # fmt: skip
+    renamed = classifier.group_ids.renamed
+    if renamed:
+        warnings.append("process groups named by text given ASTRA-sim group ids: " + ", ".join(
+            f"{name[:40]!r} -> {group}" for name, group in sorted(renamed.items())))  # fmt: skip
     if graph.dropped:
         warnings.append("dependencies to unknown nodes dropped: " + ", ".join(
             f"{kind} {count}" for kind, count in sorted(graph.dropped.items())))  # fmt: skip
@@ -169,8 +197,41 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         warnings=warnings,
         contradicting_edges_dropped=contradicting,
         replayed_beside_thread=len(segments.detached),
+        parents_left_out=parents_dropped,
+        comm_groups=groups,
     )
-    return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report)
+    return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report, parents)
+
+
+def _comm_groups(kinds: Iterable[Classified]) -> dict[str, list[int]]:
+    """Members of each group the communication nodes name (their ``pg_ranks``)."""
+    groups: dict[str, list[int]] = {}
+    for kind in kinds:
+        if kind.pg_name is not None and kind.pg_ranks:
+            groups.setdefault(kind.pg_name, sorted(kind.pg_ranks))
+    return dict(sorted(groups.items(), key=lambda item: int(item[0])))
+
+
+def _parents(
+    by_id: dict[int, EtPlusNode], segments: Segmentation, idle: list[IdleNode], delays: list
+) -> dict[int, int]:
+    """Each node's parent: a host op's or GPU op's ``ctrl_deps``; a later segment's op; an
+    idle node's or a delay's, that of the op it precedes (the op a delayed segment is part
+    of, for a delay before a segment)."""
+    parents = {
+        n.id: n.ctrl_deps for n in by_id.values() if n.ctrl_deps in by_id and n.ctrl_deps != n.id
+    }  # fmt: skip
+    op_of = {s.node_id: s.op_id for s in segments.extra}
+    parents.update(op_of)
+    for gap in idle:
+        parent = parents.get(gap.before)
+        if parent is not None:
+            parents[gap.node_id] = parent
+    for delay in delays:
+        parent = op_of.get(delay.before, parents.get(delay.before))
+        if parent is not None:
+            parents[delay.node_id] = parent
+    return parents
 
 
 def _measured_ends(
@@ -189,29 +250,31 @@ def _measured_ends(
 def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
     """The serialized nodes in id order, built one at a time (idle nodes have the top ids).
     The payloads of an outline trace's nodes are read again, one at a time."""
-    by_id, deps = plan.by_id, plan.deps
+    by_id, deps, parents = plan.by_id, plan.deps, plan.parents
     nodes: Iterable[tuple[EtPlusNode, Union[EtPlusNode, NodePayload]]] = (
         with_payloads(trace) if trace.outline
         else ((by_id[i], by_id[i]) for i in sorted(by_id))  # a whole node is its own payload
     )  # fmt: skip
     for node, payload in nodes:
         node_id = node.id
-        parent = node.ctrl_deps if node.ctrl_deps in by_id and node.ctrl_deps != node_id else None
+        parent = parents.get(node_id)
         own = plan.segments.anchored(node_id)
         yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent,
                          None if own is None else own.end - own.start, payload,
                          holds_thread=node_id not in plan.segments.detached,
                          start_us=None if own is None else own.start)  # fmt: skip
     for segment in plan.segments.extra:
-        yield segment_node(segment, by_id[segment.op_id], sorted(deps.get(segment.node_id, ())))
+        yield segment_node(segment, by_id[segment.op_id], sorted(deps.get(segment.node_id, ())),
+                           parents.get(segment.node_id))  # fmt: skip
     for gap in plan.idle:
         yield idle_node(gap.node_id, by_id[gap.before], gap.duration_us,
-                        sorted(deps.get(gap.node_id, ())))  # fmt: skip
+                        sorted(deps.get(gap.node_id, ())), parents.get(gap.node_id))  # fmt: skip
     befores = {delay.before for delay in plan.delays if delay.before not in by_id}
     op_of = {s.node_id: s.op_id for s in plan.segments.extra if s.node_id in befores}
     for delay in plan.delays:  # before an op, or before a later segment of one
         before = by_id[op_of.get(delay.before, delay.before)]
-        yield delay_node(delay, before, sorted(deps.get(delay.node_id, ())))
+        yield delay_node(delay, before, sorted(deps.get(delay.node_id, ())),
+                         parents.get(delay.node_id))  # fmt: skip
 
 
 def convert_file(

@@ -94,7 +94,8 @@ def build_node(
     pieces = [
         _HEADS.head(node.id, node.name, int(kind.node_type), () if parent is None else (parent,),
                     data_deps, _micros(node.ts if start_us is None else start_us), micros),
-        _io(payload.inputs, False),
+        _io(payload.inputs, False) if kind.metadata_values is None
+        else io_info(False, kind.metadata_values.encode(), b"", b""),
         _io(payload.outputs, True),
         _exact_duration(duration, micros),
     ]  # fmt: skip
@@ -105,7 +106,10 @@ def build_node(
         if value.__class__ is int and (holds_thread or name != "tid"):  # not a bool
             pieces.append(int64(name, value))
     pieces.append(_PIECES.string("op_schema", str(get("op_schema") or "")))
-    pieces.append(_PIECES.boolean("is_cpu_op", kind.is_cpu_op))
+    # ASTRA-sim refuses a communication node on the CPU ("Comm node should not be on CPU"):
+    # a host collective (gloo) is written is_cpu_op false, its ``tid`` naming its thread
+    on_cpu = kind.is_cpu_op and kind.node_type not in COMM_NODE_TYPES
+    pieces.append(_PIECES.boolean("is_cpu_op", on_cpu))
     if gpu:
         if node.stream is not None:
             pieces.append(int64("stream", node.stream))
@@ -135,16 +139,25 @@ def _comm_attrs(kind: Classified) -> bytes:
         add_attr(out, "pg_size", kind.pg_size)
     if kind.type_guessed:
         add_attr(out, "comm_type_guessed", True)
+    if kind.comm_type_original is not None:
+        add_attr(out, "comm_type_original", int(kind.comm_type_original))
+    if kind.pg_name_original is not None:
+        add_attr(out, "pg_name_original", kind.pg_name_original)
+    for name in ("comm_src", "comm_dst", "comm_tag"):
+        value = getattr(kind, name)
+        if value is not None:
+            add_attr(out, name, value)
     return remember(_COMM_PIECES, kind, out.SerializeToString(), 1 << 12)  # attrs: field 10
 
 
-def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: list[int]) -> bytes:
+def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: list[int],
+              parent: Optional[int]) -> bytes:  # fmt: skip
     """The measured idle time before a top-level CPU op, as a CPU node on its thread."""
     micros = _micros(duration_us)
     start = _micros(before.ts - duration_us) if before.ts is not None else 0
-    parent = () if before.ctrl_deps is None else (before.ctrl_deps,)
+    parents = () if parent is None else (parent,)
     pieces = [
-        _HEADS.head(node_id, "[idle]", _COMP, parent, data_deps, start, micros),
+        _HEADS.head(node_id, "[idle]", _COMP, parents, data_deps, start, micros),
         _exact_duration(duration_us, micros),
     ]
     tid = before.attr("tid")
@@ -156,12 +169,14 @@ def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: l
 
 
 def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_us: Any,
-              data_deps: list[int], marker: str, tid: bool = True) -> bytes:  # fmt: skip
+              data_deps: list[int], parent: Optional[int], marker: str,
+              tid: bool = True) -> bytes:  # fmt: skip
     """A CPU node for part of ``op``'s time; ``marker`` names the attr holding ``op``'s id."""
     micros = _micros(duration_us)
     start = _micros(start_us) if start_us is not None else 0
+    parents = () if parent is None else (parent,)
     pieces = [
-        _HEADS.head(node_id, name, _COMP, (op.id,), data_deps, start, micros),
+        _HEADS.head(node_id, name, _COMP, parents, data_deps, start, micros),
         _exact_duration(duration_us, micros),
     ]
     value = op.attr("tid")
@@ -172,13 +187,17 @@ def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_u
     return b"".join(pieces)
 
 
-def segment_node(segment: Any, op: EtPlusNode, data_deps: list[int]) -> bytes:
+def segment_node(segment: Any, op: EtPlusNode, data_deps: list[int],
+                 parent: Optional[int]) -> bytes:  # fmt: skip
     """A later segment of a host op's own time, on the op's thread."""
     return _cpu_node(segment.node_id, op.name, op, segment.start, segment.end - segment.start,
-                     data_deps, "segment_of")  # fmt: skip
+                     data_deps, parent, "segment_of")  # fmt: skip
 
 
-def delay_node(delay: Any, before: EtPlusNode, data_deps: list[int]) -> bytes:
-    """The measured wait before a node started; no ``tid``, so it holds no resource."""
+def delay_node(delay: Any, before: EtPlusNode, data_deps: list[int],
+               parent: Optional[int]) -> bytes:  # fmt: skip
+    """The measured wait before a node started; no ``tid``, so it holds no resource.
+    ``delay_before`` names the op it delays (not a ``ctrl_deps``: that would close a cycle
+    with the op's ``data_deps``)."""
     return _cpu_node(delay.node_id, "[delay]", before, delay.start_us, delay.duration_us,
-                     data_deps, "delay_before", tid=False)  # fmt: skip
+                     data_deps, parent, "delay_before", tid=False)  # fmt: skip

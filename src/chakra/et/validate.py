@@ -1,11 +1,13 @@
-"""Check a Chakra ET graph: unique ids, resolvable deps, acyclic data deps, feeder attributes.
+"""Check a Chakra ET graph: unique ids, resolvable deps, no dependency cycle, feeder
+attributes, and (by default) what the shipped ASTRA-sim requires (:mod:`chakra.et.astra_sim`).
 
 The rules are those a consumer relies on: ASTRA-sim's C++ feeder reads each recognised
 attribute from one fixed oneof member (reference §2.5), so a value stored under another
-integer kind reads back as 0; it resolves ``data_deps`` by id and waits forever on a cycle.
-A self dep is reported as ``self_dep`` only, not also as a cycle; a cycle is reported once
-per strongly connected region of the data-dep graph (ids are its vertices, so a duplicate
-id merges the deps of its nodes). :func:`validate_nodes` returns every problem found as a
+integer kind reads back as 0; it resolves ``data_deps`` and ``ctrl_deps`` by id, waits on
+both, and silently never issues the nodes behind a cycle over the two together. A self dep
+is reported as ``self_dep`` only, not also as a cycle; a cycle is reported once per strongly
+connected region of the dependency graph (ids are its vertices, so a duplicate id merges
+the deps of its nodes). :func:`validate_nodes` returns every problem found as a
 :class:`ValidationReport` and raises nothing for a bad graph. It streams its input once,
 keeping per node only integers (id, data deps) plus the names of the few nodes a later
 problem may name (those with a dep on an id not seen yet, and duplicates). Time is
@@ -22,7 +24,8 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import PathLike
-from chakra.et.attributes import ATTRIBUTE_KINDS
+from chakra.et.astra_sim import astra_sim_faults
+from chakra.et.attributes import ATTRIBUTE_KINDS, attr_value
 from chakra.et.reader import EtReader
 from chakra.et.schema import CollectiveCommType, NodeType
 
@@ -39,6 +42,9 @@ PROBLEM_KINDS = (
     "invalid_attr_value",
     "invalid_comm_type",
     "missing_stream",
+    "invalid_pg_name",
+    "astra_sim_unsupported",
+    "unknown_group",
 )
 
 #: Attributes the feeder reads, with the one oneof member it reads each from; checked
@@ -85,10 +91,15 @@ class Problem(msgspec.Struct, frozen=True, gc=False):
 
 class ValidationOptions(msgspec.Struct, frozen=True):
     """``require_streams``: GPU nodes (``is_cpu_op`` false, COMP/COMM types) must carry an
-    int64 ``stream``. ``check_ctrl_deps``: report ``ctrl_deps`` naming no node."""
+    int64 ``stream``. ``check_ctrl_deps``: report ``ctrl_deps`` naming no node.
+    ``astra_sim``: report what the shipped ASTRA-sim cannot run (:mod:`chakra.et.astra_sim`).
+    ``comm_groups``: the group ids of a comm-group file: a ``pg_name`` not among them is
+    ``unknown_group`` (None: not checked)."""
 
     require_streams: bool = False
     check_ctrl_deps: bool = True
+    astra_sim: bool = True
+    comm_groups: Optional[frozenset[str]] = None
 
 
 #: The options used when none are given.
@@ -158,9 +169,20 @@ def _node_problems(node: Any, options: ValidationOptions) -> list[Problem]:
     if node.type not in _VALID_TYPES:
         message = f"{_label(node.id, node.name)} has type {node.type}, not a valid NodeType"
         problems.append(Problem("invalid_type", node.id, message))
-    if node.id in node.data_deps:
-        message = f"{_label(node.id, node.name)} lists itself among its data_deps"
-        problems.append(Problem("self_dep", node.id, message))
+    for field in ("data_deps", "ctrl_deps"):
+        if node.id in getattr(node, field):
+            message = f"{_label(node.id, node.name)} lists itself among its {field}"
+            problems.append(Problem("self_dep", node.id, message))
+    if options.astra_sim or options.comm_groups is not None:
+        values = {name: attr_value(attr) for name, attr in present.items()}
+        if options.astra_sim:
+            for kind, what in astra_sim_faults(node, values):
+                problems.append(Problem(kind, node.id, f"{_label(node.id, node.name)} {what}"))
+        pg_name = values.get("pg_name")
+        if options.comm_groups is not None and pg_name and pg_name not in options.comm_groups:
+            message = (f"{_label(node.id, node.name)} names group {str(pg_name)[:40]!r}, which "
+                       "the comm-group file does not list")  # fmt: skip
+            problems.append(Problem("unknown_group", node.id, message))
     cpu = present.get("is_cpu_op")
     is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
     if options.require_streams and is_gpu and node.type in _GPU_TYPES and "stream" not in present:
@@ -214,11 +236,14 @@ class _GraphBuilder:
             elif dep != node_id:
                 self.edge_parents.append(parent)
                 self.edge_children.append(vertex)
-        if self.options.check_ctrl_deps:
-            for dep in node.ctrl_deps:
-                if dep not in self.vertex_of:
-                    self.pending.append(("dangling_ctrl_dep", position, vertex, dep))
-                    noteworthy = True
+        for dep in node.ctrl_deps:  # waited on like data deps: part of the cycle check
+            parent = self.vertex_of.get(dep)
+            if parent is None:
+                self.pending.append(("dangling_ctrl_dep", position, vertex, dep))
+                noteworthy = True
+            elif dep != node_id:
+                self.edge_parents.append(parent)
+                self.edge_children.append(vertex)
         if noteworthy:
             self.names[position] = node.name
             self.vertex_names.setdefault(vertex, node.name)
@@ -228,13 +253,15 @@ class _GraphBuilder:
         for kind, position, vertex, dep in self.pending:
             parent = self.vertex_of.get(dep)
             if parent is None:
+                if kind == "dangling_ctrl_dep" and not self.options.check_ctrl_deps:
+                    continue
                 node_id = self.vertex_ids[vertex]
                 which = "data dep" if kind == "dangling_data_dep" else "ctrl dep"
                 message = (
                     f"{_label(node_id, self.names[position])} has {which} {dep}, which no node has"
                 )
                 problems.append(Problem(kind, node_id, message, (dep,)))
-            elif kind == "dangling_data_dep":
+            else:  # a dep on a later node
                 self.edge_parents.append(parent)
                 self.edge_children.append(vertex)
         problems.extend(self._cycle_problems())
@@ -262,9 +289,10 @@ class _GraphBuilder:
         shown = " -> ".join(str(i) for i in ids[:_CYCLE_IDS_SHOWN])
         more = f" -> ... ({len(ids)} ids in all)" if len(ids) > _CYCLE_IDS_SHOWN else ""
         message = (
-            f"{_label(ids[0], self.vertex_names.get(cycle[0]))} is on a data-dep cycle"
-            f" {shown}{more} -> {ids[0]} (each lists the next among its data_deps), in a"
-            f" strongly connected region of {region} nodes"
+            f"{_label(ids[0], self.vertex_names.get(cycle[0]))} is on a dependency cycle"
+            f" {shown}{more} -> {ids[0]} (each lists the next among its data_deps or"
+            f" ctrl_deps, both of which ASTRA-sim waits on), in a strongly connected region"
+            f" of {region} nodes"
         )
         return Problem("cycle", ids[0], message, ids)
 

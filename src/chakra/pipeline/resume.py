@@ -1,9 +1,9 @@
 """Resuming an interrupted run: a rank whose outputs are complete and newer than its inputs
 is reused instead of linked and converted again.
 
-A rank is complete when ``rank<r>.et_plus.json``, ``rank<r>.et`` and ``rank<r>.report.json``
+A rank is complete when ``rank<r>.et_plus.json``, ``PREFIX.<r>.et`` and ``rank<r>.report.json``
 (its link and convert reports, written atomically after the other two) all exist, each is
-newer than both input traces, and the report was made with the same link options.
+newer than both input traces, and the report was made with the same options.
 
 The folder may be a URL (see :mod:`chakra.fileio.location`). Where its file system does not
 report modification times, a rank whose three outputs exist (and whose report has the same
@@ -22,18 +22,23 @@ import msgspec
 from chakra.errors import ChakraError
 from chakra.fileio import atomic_output, read_input
 from chakra.fileio.location import Location, join, modified_ns
-from chakra.link import LinkOptions
 
 logger = logging.getLogger(__name__)
 
 
-def rank_outputs(folder: Location, rank: int) -> tuple[Location, Location, Location]:
+#: The default ``PREFIX`` of the ``.et`` files: ASTRA-sim loads ``PREFIX.<rank>.et``.
+ET_PREFIX = "workload"
+
+
+def rank_outputs(
+    folder: Location, rank: int, et_prefix: str = ET_PREFIX
+) -> tuple[Location, Location, Location]:
     """``(et_plus, et, report)`` locations of one rank in the output folder."""
-    return (join(folder, f"rank{rank}.et_plus.json"), join(folder, f"rank{rank}.et"),
+    return (join(folder, f"rank{rank}.et_plus.json"), join(folder, f"{et_prefix}.{rank}.et"),
             join(folder, f"rank{rank}.report.json"))  # fmt: skip
 
 
-def write_rank_report(path: Location, entry: dict[str, Any], options: LinkOptions) -> None:
+def write_rank_report(path: Location, entry: dict[str, Any], options: Any) -> None:
     """Store one rank's report entry with the options that made it (atomically)."""
     with atomic_output(path, text=True) as out:
         json.dump({"options": msgspec.to_builtins(options), "entry": entry}, out,
@@ -53,11 +58,16 @@ def _outputs_newer(outputs: tuple[Location, ...], inputs: tuple[Location, ...]) 
 
 
 def reusable_entry(
-    folder: Location, rank: int, inputs: tuple[Location, Location], options: LinkOptions
+    folder: Location,
+    rank: int,
+    inputs: tuple[Location, Location],
+    options: Any,
+    et_prefix: str = ET_PREFIX,
 ) -> Optional[dict[str, Any]]:
     """The stored report entry of ``rank`` if its outputs are complete, newer than both
-    ``inputs`` (by modification time) and made with ``options``; else None."""
-    outputs = rank_outputs(folder, rank)
+    ``inputs`` (by modification time) and made with ``options`` (link and convert options,
+    anything msgspec turns into JSON); else None."""
+    outputs = rank_outputs(folder, rank, et_prefix)
     try:
         if not _outputs_newer(outputs, inputs):
             return None

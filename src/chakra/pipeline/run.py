@@ -4,7 +4,10 @@ together and write the report, timeline and plot.
 Output folder layout::
 
     rank<r>.et_plus.json   linked host + device trace
-    rank<r>.et             Chakra ET graph
+    PREFIX.<r>.et          Chakra ET graph (PREFIX: ``workload`` unless told), the family
+                           ASTRA-sim loads with --workload-configuration=PREFIX
+    PREFIX.comm_groups.json  ASTRA-sim's communicator groups ({"<pg_name>": [ranks]}), when
+                           the job has process groups (--comm-group-configuration)
     rank<r>.report.json    that rank's link and convert reports (for resuming)
     report.json            per rank: link coverage, conversion counts, simulated vs measured,
                            model-only makespan and error, unexplained time on the critical path
@@ -28,13 +31,14 @@ from typing import Any, Optional
 
 import msgspec
 
-from chakra.convert import convert_file
+from chakra.convert import ConvertOptions, convert_file
+from chakra.convert.astra_sim import write_comm_groups
 from chakra.errors import ChakraError, FileAccessError
 from chakra.fileio import atomic_output
 from chakra.fileio.location import Location, copy_local_to, join, location, make_folder, missing
 from chakra.link import LinkOptions
 from chakra.link.batch import link_files
-from chakra.pipeline.resume import rank_outputs, reusable_entry, write_rank_report
+from chakra.pipeline.resume import ET_PREFIX, rank_outputs, reusable_entry, write_rank_report
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
 from chakra.ranks import Agreement, agree_files, rewrite_files
 from chakra.simulate.analysis import critical_path
@@ -62,6 +66,8 @@ class PipelineResult(msgspec.Struct, frozen=True):
     plot: Optional[Location]
     report: Location
     reused: list[int] = []
+    et_prefix: Optional[Location] = None  # the .et files are ET_PREFIX.<rank>.et
+    comm_groups: Optional[Location] = None  # ASTRA-sim's group file, if the job has groups
 
 
 class Execution(msgspec.Struct, frozen=True):
@@ -74,11 +80,21 @@ class Execution(msgspec.Struct, frozen=True):
     scheduler: Optional[str] = None
 
 
-def _link_and_convert(job: tuple[RankFiles, Location, LinkOptions]) -> dict[str, Any]:
+class RankOptions(msgspec.Struct, frozen=True):
+    """How every rank is linked and converted, and the prefix of its ``.et`` file."""
+
+    link: LinkOptions = LinkOptions()
+    convert: ConvertOptions = ConvertOptions()
+    et_prefix: str = ET_PREFIX
+
+
+def _link_and_convert(job: tuple[RankFiles, Location, RankOptions]) -> dict[str, Any]:
     files, folder, options = job
-    et_plus, et, report = rank_outputs(folder, files.rank)
-    link = link_files(files.host, files.device, et_plus, options)
-    conversion = convert_file(et_plus, et)
+    et_plus, et, report = rank_outputs(folder, files.rank, options.et_prefix)
+    link = link_files(files.host, files.device, et_plus, options.link)
+    conversion = convert_file(
+        et_plus, et, msgspec.structs.replace(options.convert, rank=files.rank)
+    )
     entry = {
         "rank": files.rank, "et_plus": str(et_plus), "et": str(et),
         "link": msgspec.to_builtins(link), "convert": msgspec.to_builtins(conversion),
@@ -126,7 +142,7 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
 
 
 def _prepare(
-    ranks: list[RankFiles], folder: Location, options: LinkOptions, execution: Execution
+    ranks: list[RankFiles], folder: Location, options: RankOptions, execution: Execution
 ) -> tuple[list, list[int]]:
     """Every rank's report entry (sorted by rank) and the ranks reused from an earlier run."""
     reused: list[dict[str, Any]] = []
@@ -134,7 +150,8 @@ def _prepare(
     for files in ranks:
         entry = None
         if execution.resume:
-            entry = reusable_entry(folder, files.rank, (files.host, files.device), options)
+            entry = reusable_entry(folder, files.rank, (files.host, files.device), options,
+                                   options.et_prefix)  # fmt: skip
         if entry is not None:
             reused.append(entry)
         else:
@@ -163,6 +180,8 @@ def run_pipeline(
     *,
     jobs: int = 1,
     options: Optional[LinkOptions] = None,
+    et_prefix: str = ET_PREFIX,
+    process_group_metadata: bool = False,
     plot: bool = True,
     resume: bool = True,
     max_memory_gb: Optional[float] = None,
@@ -183,17 +202,27 @@ def run_pipeline(
     :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes only the rest.
     ``max_memory_gb``: a budget in GiB for the ranks in flight at once, each estimated at
     ``PEAK_PER_INPUT_BYTE`` (2) times its uncompressed input size; one rank always runs.
+    ``et_prefix``, ``process_group_metadata``: see the module doc and ``ConvertOptions``.
     """
+    if not et_prefix or "/" in et_prefix:
+        raise ChakraError(f"--et-prefix {et_prefix!r}: a file name prefix, without '/'")
     if not ranks:
         raise ChakraError("no ranks to process")
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
     output_dir = location(output_dir)
     _check_inputs(ranks)
     make_folder(output_dir)
-    prepared, reused = _prepare(ranks, output_dir, options or LinkOptions(), execution)
+    rank_options = RankOptions(options or LinkOptions(),
+                               ConvertOptions(process_group_metadata=process_group_metadata),
+                               et_prefix)  # fmt: skip
+    prepared, reused = _prepare(ranks, output_dir, rank_options, execution)
     ets = [location(r["et"]) for r in prepared]
     agreement = agree_files(ets)  # the i-th collective of a group: one operation everywhere
     rewritten = rewrite_files(ets, agreement)
+    groups = None
+    if agreement.groups:
+        groups = join(output_dir, f"{et_prefix}.comm_groups.json")
+        write_comm_groups(groups, agreement.groups)
     engine = simulate_files(ets)
     results: list[RankResult] = rank_results(engine, explain=True)
     for r, (entry, result) in enumerate(zip(prepared, results)):
@@ -210,7 +239,8 @@ def run_pipeline(
     with atomic_output(report, text=True) as out:
         json.dump({"ranks": prepared, "agreement": _agreement_entry(agreement, rewritten)},
                   out, indent=2, sort_keys=True)  # fmt: skip
-    return PipelineResult(output_dir, prepared, timeline, picture, report, reused)
+    return PipelineResult(output_dir, prepared, timeline, picture, report, reused,
+                          join(output_dir, et_prefix), groups)  # fmt: skip
 
 
 def _agreement_entry(agreement: Agreement, rewritten: list[int]) -> dict[str, Any]:

@@ -12,6 +12,12 @@ Steps, each linear in the number of communication nodes:
 3. *Align*: per group and position, the ranks' nodes are compared: a guessed
    ``comm_type`` or an unknown size (0) is filled when the ranks that know agree; any other
    difference (type, kind, size, count) is a :class:`Disagreement`.
+4. *Ends*: a send or recv without its ends (``comm_src``/``comm_dst``, which ASTRA-sim
+   requires) in a group of two ranks gets them, the peer being the other member, with a
+   ``comm_tag`` numbering the messages of each direction.
+
+Each group's members (:attr:`Agreement.groups`) are the ranks its nodes list in
+``pg_ranks``, else the ranks that use it.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ class CommRecord(msgspec.Struct, frozen=True):
     pg_size: Optional[int] = None
     type_guessed: bool = False
     stream: Optional[tuple[int, int]] = None
+    pg_ranks: Optional[tuple[int, ...]] = None
+    has_ends: bool = False  # a send/recv that names its comm_src and comm_dst
+    is_send: Optional[bool] = None  # a send (True) or a recv (False)
 
 
 class Fill(msgspec.Struct, frozen=True):
@@ -47,6 +56,9 @@ class Fill(msgspec.Struct, frozen=True):
     pg_name: Optional[str] = None
     comm_type: Optional[int] = None
     size: Optional[int] = None
+    comm_src: Optional[int] = None
+    comm_dst: Optional[int] = None
+    comm_tag: Optional[int] = None
 
 
 class Disagreement(msgspec.Struct, frozen=True):
@@ -71,6 +83,7 @@ class Agreement(msgspec.Struct, frozen=True):
     not_compared: list[str]
     notes: list[str]
     counts: dict[str, int]
+    groups: dict[str, list[int]] = {}  # group -> member ranks
 
 
 def agree(ranks: Sequence[Sequence[CommRecord]]) -> Agreement:
@@ -93,12 +106,48 @@ def agree(ranks: Sequence[Sequence[CommRecord]]) -> Agreement:
     compared = sorted(pg for pg, by_rank in lined.items() if len(by_rank) > 1)
     for pg in compared:
         _align(pg, lined[pg], fills, disagreements, counts)
+    groups = _members(lined)
+    _fill_ends(lined, groups, fills, counts)
     not_compared = sorted(pg for pg, by_rank in lined.items() if len(by_rank) == 1)
     unplaced = counts.get("orphans not placed in a group", 0)
     if unplaced:
         notes.append(f"{unplaced} communication nodes in no process group could not be placed")
     return Agreement({r: f for r, f in fills.items() if f}, disagreements, compared,
-                     not_compared, notes, dict(counts))  # fmt: skip
+                     not_compared, notes, dict(counts), groups)  # fmt: skip
+
+
+def _members(lined: dict[str, dict[int, list[CommRecord]]]) -> dict[str, list[int]]:
+    """Each group's ranks: those its nodes list in ``pg_ranks`` (when every rank that lists
+    them agrees), else the ranks that use it."""
+    groups = {}
+    for pg, by_rank in lined.items():
+        listed = {r.pg_ranks for records in by_rank.values() for r in records if r.pg_ranks}
+        groups[pg] = sorted(next(iter(listed)) if len(listed) == 1 else by_rank)
+    return groups
+
+
+def _fill_ends(lined: dict[str, dict[int, list[CommRecord]]], groups: dict[str, list[int]],
+               fills: dict, counts: Counter) -> None:  # fmt: skip
+    """Step 4 of the module doc."""
+    for pg, by_rank in lined.items():
+        members = groups[pg]
+        if len(members) != 2:
+            continue
+        for rank, records in by_rank.items():
+            if rank not in members:
+                continue
+            peer = members[1] if members[0] == rank else members[0]
+            sent: Counter[bool] = Counter()
+            for record in records:
+                if record.kind != P2P or record.has_ends or record.comm_type is not None:
+                    continue
+                send = bool(record.is_send)
+                src, dst = (rank, peer) if send else (peer, rank)
+                before = fills[rank].get(record.node_id, Fill())
+                fills[rank][record.node_id] = msgspec.structs.replace(
+                    before, comm_src=src, comm_dst=dst, comm_tag=sent[send])  # fmt: skip
+                sent[send] += 1
+                counts["send/recv ends filled from the group's two ranks"] += 1
 
 
 def _split_groups(ranks: Sequence[Sequence[CommRecord]], counts: Counter, notes: list) -> list:

@@ -39,6 +39,7 @@ def record_of(node: Any) -> Any:
     size = get_attr(node, "comm_size")
     pg_size = get_attr(node, "pg_size")
     stream = get_attr(node, "stream")
+    ranks = get_attr(node, "pg_ranks")
     on_gpu = not get_attr(node, "is_cpu_op", True) and stream is not None
     return CommRecord(
         node.id, node.name, kind,
@@ -48,6 +49,9 @@ def record_of(node: Any) -> Any:
         pg_size if isinstance(pg_size, int) and pg_size > 0 else None,
         bool(get_attr(node, "comm_type_guessed", False)),
         (int(get_attr(node, "device", 0) or 0), int(stream)) if on_gpu else None,
+        tuple(ranks) if isinstance(ranks, list) and ranks else None,
+        get_attr(node, "comm_src") is not None and get_attr(node, "comm_dst") is not None,
+        None if kind != P2P else node.type == NodeType.COMM_SEND_NODE,
     )  # fmt: skip
 
 
@@ -101,6 +105,11 @@ def patched(nodes: Iterable[Any], fills: Mapping[int, Fill]) -> Iterator[Any]:
             if fill.size is not None:
                 set_attr(node, "comm_size", fill.size)
                 filled.append("comm_size")
+            for name in ("comm_src", "comm_dst", "comm_tag"):
+                value = getattr(fill, name)
+                if value is not None:
+                    set_attr(node, name, value)
+                    filled.append(name)
             set_attr(node, "comm_filled", ",".join(filled))
         yield node
 

@@ -80,8 +80,10 @@ _COMM_TYPE_VALUES = frozenset(int(t) for t in COMM_TYPES)  # plain ints: faster 
 def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False) -> SimGraph:
     """Index ``nodes`` (any order). Raises SimulationError for a repeated id or a
     dependency on an id that no node has. Resources: a host node runs on its thread
-    (``tid``), a GPU node on its (device, stream), or, with ``serialize_gpu``, all GPU
-    nodes of a device on one slot; a node with neither waits for no resource.
+    (``tid``; also a communication node with a ``tid`` and no ``stream``: a host
+    collective, written ``is_cpu_op`` false for ASTRA-sim), a GPU node on its (device,
+    stream), or, with ``serialize_gpu``, all GPU nodes of a device on one slot; a node
+    with neither waits for no resource.
 
     One pass over the nodes fills flat arrays (dependencies as the ids they name); ids are
     then matched and the rows transposed with array operations (:mod:`.csr`). Errors are
@@ -191,7 +193,8 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
             durations_append(duration_ns / 1000.0)
         else:
             durations_append(float(node.duration_micros))
-        if is_cpu_op:
+        if is_cpu_op or (stream is None and tid is not None and node.type in comm_types):
+            # a host collective (gloo): is_cpu_op false for ASTRA-sim, on its thread here
             key = ("thread", int(tid)) if tid is not None else None
         else:
             device = int(device or 0)

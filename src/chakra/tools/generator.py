@@ -2,6 +2,13 @@
 
 Every file gets its own ids starting at 0 (the reference used one global counter across all
 files). Files are written atomically into ``output_dir``.
+
+By default only the families ASTRA-sim can run to completion are written (checked in the
+tests against the real ASTRA-sim); ``all_families`` adds the reference's three that it
+cannot: a METADATA node (any METADATA node aborts ASTRA-sim's statistics), BARRIER (an
+unsupported collective there) and a receive with no sender (it never completes). Send and
+receive nodes form a ring: NPU ``r`` sends to ``r + 1`` and receives from ``r - 1`` (mod the
+NPU count), naming both ends in ``comm_src``/``comm_dst`` with tag :data:`P2P_TAG`.
 """
 
 from __future__ import annotations
@@ -16,6 +23,9 @@ from chakra.et import CollectiveCommType, GlobalMetadata, Node, NodeType, add_at
 
 #: ``GlobalMetadata.version`` of every generated file.
 GENERATOR_VERSION = "1.0.0"
+
+#: ``comm_tag`` of every send and receive node.
+P2P_TAG = 0
 
 #: Collective families, in the order the reference writes them, and their ``comm_size``
 #: rule (BARRIER carries 0).
@@ -36,15 +46,34 @@ class GeneratorError(ChakraError):
 @dataclass(frozen=True)
 class GeneratorOptions:
     """``runtime_us``: duration of compute nodes; ``tensor_size`` bytes of memory and
-    send/recv nodes; ``comm_size`` bytes of collectives."""
+    send/recv nodes; ``comm_size`` bytes of collectives; ``all_families`` also writes the
+    families ASTRA-sim cannot run (see the module docstring)."""
 
     num_npus: int = 64
     runtime_us: int = 5
     tensor_size: int = 1024
     comm_size: int = 65536
+    all_families: bool = False
 
 
-def _metadata_node() -> list[Any]:
+#: Builds the nodes of one family for one NPU: (options, npu) -> nodes.
+Builder = Callable[[GeneratorOptions, int], list[Any]]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kind of microbenchmark graph, written as ``<name>.<npu>.et``.
+
+    ``astra_sim_cannot_run`` says why ASTRA-sim cannot run it to completion ("" when it can);
+    such a family is written only with ``GeneratorOptions.all_families``.
+    """
+
+    name: str
+    build: Builder
+    astra_sim_cannot_run: str = ""
+
+
+def _metadata_node(options: GeneratorOptions, npu: int) -> list[Any]:
     node = Node(id=0, name="METADATA_NODE", type=NodeType.METADATA_NODE)
     samples: list[tuple[str, Any, Any]] = [
         ("double", 1.2345, [1.2345, 2.3456]),
@@ -79,13 +108,45 @@ def _node(node_id: int, node_type: NodeType, name: str) -> Any:
     return node
 
 
-def _tensor_node(node_type: NodeType, size: int) -> list[Any]:
+def _memory_node(node_type: NodeType, size: int) -> list[Any]:
     node = _node(0, node_type, node_type.name)
     add_attr(node, "tensor_size", size, "uint64_val")
-    if node_type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
-        # Not in the reference, which left send/recv without the size the feeder reads.
-        add_attr(node, "comm_size", size, "int64_val")
     return [node]
+
+
+def _p2p_node(node_id: int, node_type: NodeType, size: int, src: int, dst: int) -> Any:
+    """A send or receive of ``size`` bytes from NPU ``src`` to NPU ``dst``."""
+    node = _node(node_id, node_type, node_type.name)
+    add_attr(node, "tensor_size", size, "uint64_val")
+    # Not in the reference, which left send/recv without what the feeder reads.
+    add_attr(node, "comm_size", size, "int64_val")
+    add_attr(node, "comm_src", src)
+    add_attr(node, "comm_dst", dst)
+    add_attr(node, "comm_tag", P2P_TAG)
+    return node
+
+
+def _neighbours(options: GeneratorOptions, npu: int) -> tuple[int, int]:
+    """(previous, next) NPU of ``npu`` on the ring of all NPUs."""
+    return (npu - 1) % options.num_npus, (npu + 1) % options.num_npus
+
+
+def _send(options: GeneratorOptions, npu: int) -> list[Any]:
+    _, after = _neighbours(options, npu)
+    return [_p2p_node(0, NodeType.COMM_SEND_NODE, options.tensor_size, npu, after)]
+
+
+def _recv(options: GeneratorOptions, npu: int) -> list[Any]:
+    before, _ = _neighbours(options, npu)
+    return [_p2p_node(0, NodeType.COMM_RECV_NODE, options.tensor_size, before, npu)]
+
+
+def _send_recv(options: GeneratorOptions, npu: int) -> list[Any]:
+    """Send to the next NPU and, independently, receive from the previous one."""
+    before, after = _neighbours(options, npu)
+    size = options.tensor_size
+    return [_p2p_node(0, NodeType.COMM_SEND_NODE, size, npu, after),
+            _p2p_node(1, NodeType.COMM_RECV_NODE, size, before, npu)]  # fmt: skip
 
 
 def _comp_nodes(count: int, runtime_us: int, dependent: bool) -> list[Any]:
@@ -106,24 +167,32 @@ def _collective(comm_type: CollectiveCommType, size: int) -> list[Any]:
     return [node]
 
 
-def families(options: GeneratorOptions) -> Iterator[tuple[str, Callable[[], list[Any]]]]:
-    """``(file stem, node builder)`` for each family, in the reference's order."""
-    yield "one_metadata_node_all_types", _metadata_node
-    yield (
-        "one_remote_mem_load_node",
-        lambda: _tensor_node(NodeType.MEM_LOAD_NODE, options.tensor_size),
-    )
-    yield (
-        "one_remote_mem_store_node",
-        lambda: _tensor_node(NodeType.MEM_STORE_NODE, options.tensor_size),
-    )
-    yield "one_comp_node", lambda: _comp_nodes(1, options.runtime_us, False)
-    yield "two_comp_nodes_independent", lambda: _comp_nodes(2, options.runtime_us, False)
-    yield "two_comp_nodes_dependent", lambda: _comp_nodes(2, options.runtime_us, True)
-    for comm_type in COLLECTIVES:
-        yield comm_type.name, lambda c=comm_type: _collective(c, options.comm_size)
-    yield "one_comm_send_node", lambda: _tensor_node(NodeType.COMM_SEND_NODE, options.tensor_size)
-    yield "one_comm_recv_node", lambda: _tensor_node(NodeType.COMM_RECV_NODE, options.tensor_size)
+def _collective_family(comm_type: CollectiveCommType) -> Family:
+    why = "ASTRA-sim does not support BARRIER" if comm_type is CollectiveCommType.BARRIER else ""
+    return Family(comm_type.name, lambda o, _: _collective(comm_type, o.comm_size), why)
+
+
+#: Every family, in the reference's order, then the ones added here.
+FAMILIES: tuple[Family, ...] = (
+    Family("one_metadata_node_all_types", _metadata_node,
+           "any METADATA node aborts ASTRA-sim's statistics"),
+    Family("one_remote_mem_load_node",
+           lambda o, _: _memory_node(NodeType.MEM_LOAD_NODE, o.tensor_size)),
+    Family("one_remote_mem_store_node",
+           lambda o, _: _memory_node(NodeType.MEM_STORE_NODE, o.tensor_size)),
+    Family("one_comp_node", lambda o, _: _comp_nodes(1, o.runtime_us, False)),
+    Family("two_comp_nodes_independent", lambda o, _: _comp_nodes(2, o.runtime_us, False)),
+    Family("two_comp_nodes_dependent", lambda o, _: _comp_nodes(2, o.runtime_us, True)),
+    *(_collective_family(comm_type) for comm_type in COLLECTIVES),
+    Family("one_comm_send_node", _send),
+    Family("one_comm_recv_node", _recv, "a receive with no sender never completes"),
+    Family("two_comm_nodes_send_recv", _send_recv),
+)  # fmt: skip
+
+
+def families(options: GeneratorOptions) -> Iterator[Family]:
+    """The families ``options`` asks for, in :data:`FAMILIES` order."""
+    return (f for f in FAMILIES if options.all_families or not f.astra_sim_cannot_run)
 
 
 def generate(options: GeneratorOptions, output_dir: PathLike = ".") -> list[Path]:
@@ -138,9 +207,9 @@ def generate(options: GeneratorOptions, output_dir: PathLike = ".") -> list[Path
     if not folder.is_dir():
         raise FileAccessError(f"output folder {folder} does not exist")
     written = []
-    for stem, build in families(options):
+    for family in families(options):
         for npu in range(options.num_npus):
-            path = folder / f"{stem}.{npu}.et"
-            write_et(path, GlobalMetadata(version=GENERATOR_VERSION), build())
+            path = folder / f"{family.name}.{npu}.et"
+            write_et(path, GlobalMetadata(version=GENERATOR_VERSION), family.build(options, npu))
             written.append(path)
     return written
