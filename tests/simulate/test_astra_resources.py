@@ -17,6 +17,7 @@ from chakra.simulate.astra_network import AstraRing
 from chakra.simulate.run import simulate_astra_files
 from chakra.tools.generator import GeneratorOptions, generate
 from tests.conftest import assert_astra_sim_ran_all
+from tests.convert.test_astra_sim import pipeline_job
 
 ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 5, 6, 7
 KINDS = {"comp": NodeType.COMP_NODE, "coll": NodeType.COMM_COLL_NODE,
@@ -247,3 +248,31 @@ def test_generator_families_match_astra_sim(astra_sim: Any, tmp_path: Path, fami
     assert_astra_sim_ran_all(verdict)
     paths = [tmp_path / f"{family}.{r}.et" for r in range(4)]
     within_5_pct(verdict, simulate_astra_files(paths, AstraRing(50.0, 500.0, 4)))
+
+
+@pytest.fixture(scope="module")
+def demo_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The bundled demo's job through the pipeline (Makefile: 4 ranks, seed 1, 200 ops)."""
+    return pipeline_job(tmp_path_factory.mktemp("demo"), ranks=4, seed=1, ops_per_step=200)
+
+
+def simulate_family(prefix: Path, ranks: int) -> Engine:
+    return simulate_astra_files([f"{prefix}.{r}.et" for r in range(ranks)],
+                                AstraRing(50.0, 500.0, ranks))  # fmt: skip
+
+
+def test_the_demo_job_matches_astra_sim(astra_sim: Any, demo_job: tuple[Path, Path]) -> None:
+    prefix, groups_file = demo_job
+    verdict = astra_sim.run(prefix, "--comm-groups", str(groups_file))
+    assert_astra_sim_ran_all(verdict)
+    within_5_pct(verdict, simulate_family(prefix, 4))
+
+
+def test_a_synthetic_job_with_worker_threads_matches_astra_sim(astra_sim: Any,
+                                                               tmp_path: Path) -> None:  # fmt: skip
+    # a data-loader thread, a gloo all_reduce on a worker thread, a pageable copy
+    prefix, groups_file = pipeline_job(tmp_path, ranks=4, seed=2, ops_per_step=80, steps=2,
+                                       worker_threads=True, pageable_async_copy=True)  # fmt: skip
+    verdict = astra_sim.run(prefix, "--comm-groups", str(groups_file))
+    assert_astra_sim_ran_all(verdict)
+    within_5_pct(verdict, simulate_family(prefix, 4))

@@ -97,7 +97,7 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
         raise
     for comm_type, count in sorted(replayed.items(), key=lambda kv: str(kv[0])):
         if comm_type == CollectiveCommType.BROADCAST:  # as ASTRA-sim does
-            logger.info("rank %d: %d BROADCAST node(s) replay their duration", rank, count)
+            logger.debug("rank %d: %d BROADCAST node(s) replay their duration", rank, count)
         else:
             logger.warning("rank %d: %d %s node(s) replay their duration, though ASTRA-sim "
                            "fails on them", rank, count, _type_name(comm_type))  # fmt: skip
