@@ -93,7 +93,7 @@ def test_linked_real_traces_convert(shared_traces: Path, tmp_path: Path, host, d
     assert gzip.decompress(second.read_bytes()) == first.read_bytes()  # deterministic
 
 
-def test_gloo_fixture_collectives_are_cpu_comm_nodes(tmp_path: Path) -> None:
+def test_gloo_fixture_collectives_are_host_thread_comm_nodes(tmp_path: Path) -> None:
     data = REPO_ROOT / "tests" / "data" / "pytorch213" / "gloo_2rank"
     et_plus = tmp_path / "rank0.json"
     link_files(data / "rank0.host_et.json.gz", data / "rank0.kineto.json.gz", et_plus,
@@ -103,7 +103,10 @@ def test_gloo_fixture_collectives_are_cpu_comm_nodes(tmp_path: Path) -> None:
     comm = [n for n in graph.nodes if n.type != NodeType.COMP_NODE and
             n.type != NodeType.METADATA_NODE]  # fmt: skip
     assert {n.name.split(":")[0] for n in comm} == {"gloo"}
-    assert all(get_bool_attr(n, "is_cpu_op") for n in comm)
+    # ASTRA-sim refuses communication on the CPU: is_cpu_op false, runs_on_host, no stream
+    assert all(get_bool_attr(n, "is_cpu_op") is False for n in comm)
+    assert all(get_bool_attr(n, "runs_on_host") and get_int_attr(n, "stream") is None
+               for n in comm)  # fmt: skip
     types = sorted((NodeType(n.type).name, get_int_attr(n, "comm_type")) for n in comm)
     assert ("COMM_SEND_NODE", None) in types and ("COMM_COLL_NODE", 6) in types
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -80,6 +81,8 @@ def clean_graph() -> list[Any]:
 
 
 def problems_of(nodes: Sequence[Any], **options: bool) -> list[Problem]:
+    """The Chakra rules (ASTRA-sim's own requirements: tests/et/test_astra_sim.py)."""
+    options.setdefault("astra_sim", False)
     return list(validate_nodes(nodes, ValidationOptions(**options)).problems)
 
 
@@ -97,9 +100,14 @@ def assert_real_cycle(nodes: Sequence[Any], ids: Sequence[int]) -> None:
 
 
 def test_clean_graph_passes() -> None:
-    report = validate_nodes(clean_graph(), ValidationOptions(require_streams=True))
+    options = ValidationOptions(require_streams=True, astra_sim=False)
+    report = validate_nodes(clean_graph(), options)
     assert report == ValidationReport(nodes=8, problems=())
     assert report.ok and report.counts() == {}
+    # what the shipped ASTRA-sim cannot run: the METADATA node, group "0"
+    report = validate_nodes(clean_graph(), ValidationOptions(require_streams=True))
+    assert [(p.kind, p.node_id) for p in report.problems] == [
+        ("astra_sim_unsupported", 0), ("invalid_pg_name", 3)]  # fmt: skip
 
 
 def test_empty_graph_passes() -> None:
@@ -142,8 +150,9 @@ def test_cycle_names_a_node_and_lists_a_real_cycle() -> None:
     assert problem.related_ids == (1, 3, 2)
     assert_real_cycle(nodes, problem.related_ids)
     assert problem.message == (
-        "node 1 ('op1') is on a data-dep cycle 1 -> 3 -> 2 -> 1 (each lists the next among"
-        " its data_deps), in a strongly connected region of 3 nodes"
+        "node 1 ('op1') is on a dependency cycle 1 -> 3 -> 2 -> 1 (each lists the next among"
+        " its data_deps or ctrl_deps, both of which ASTRA-sim waits on), in a strongly"
+        " connected region of 3 nodes"
     )
 
 
@@ -172,7 +181,7 @@ def test_cycle_through_a_duplicate_id_is_found() -> None:
     nodes = [make_node(1), make_node(2, deps=[1]), make_node(1, deps=[2], name="dup")]
     problems = problems_of(nodes)
     assert [p.kind for p in problems] == ["duplicate_id", "cycle"]
-    assert problems[1].message.startswith("node 1 ('dup') is on a data-dep cycle 1 -> 2 -> 1 ")
+    assert problems[1].message.startswith("node 1 ('dup') is on a dependency cycle 1 -> 2 -> 1")
 
 
 @pytest.mark.parametrize("node_type", [0, 8, 42])
@@ -350,7 +359,7 @@ def test_million_node_chain() -> None:
 def test_validate_et_streams_a_file(tmp_path: Path) -> None:
     path = tmp_path / "g.et"
     write_et(path, GlobalMetadata(version="1"), [*clean_graph(), make_node(10, deps=[11])])
-    report = validate_et(path)
+    report = validate_et(path, ValidationOptions(astra_sim=False))
     assert report.nodes == 9
     assert [(p.kind, p.node_id) for p in report.problems] == [("dangling_data_dep", 10)]
 
@@ -366,15 +375,19 @@ def test_feeder_trace_from_an_old_converter(shared_traces: Path) -> None:
     ``c10d::broadcast_``/``c10d::allreduce_`` ops, have neither ``comm_type`` nor
     ``comm_size`` (only the 7 ``ncclKernel_*`` COLL nodes do), so 28 ``missing_attr``;
     1,277 ctrl deps name absent nodes (851 of them id 3, 161 id 3198); no node has a
-    ``stream``, so the 1,216 GPU nodes (1,209 COMP + 7 COLL) lack one. Counts below are
-    cross-checked against a direct reading of the file."""
+    ``stream``, so the 1,216 GPU nodes (1,209 COMP + 7 COLL) lack one. ASTRA-sim waits on
+    ``ctrl_deps`` too: 383 nodes list themselves there and 417 regions form cycles over
+    both kinds, so its nodes behind them are never issued. Counts below are cross-checked
+    against a direct reading of the file (the regions with networkx)."""
     path = shared_traces / "chakra" / "feeder_trace.et.gz"
-    report = validate_et(path, ValidationOptions(require_streams=True))
+    report = validate_et(path, ValidationOptions(require_streams=True, astra_sim=False))
     assert report.nodes == 3664
     assert report.counts() == {
         "missing_attr": 28,
         "dangling_ctrl_dep": 1277,
         "missing_stream": 1216,
+        "self_dep": 383,
+        "cycle": 417,
     }
     _, nodes = read_et(path)
     ids = {node.id for node in nodes}
@@ -389,6 +402,11 @@ def test_feeder_trace_from_an_old_converter(shared_traces: Path) -> None:
     assert sum(dep not in ids for node in nodes for dep in node.ctrl_deps) == 1277
     gpu = [node for node in nodes if not get_bool_attr(node, "is_cpu_op")]
     assert len(gpu) == 1216 and all(find_attr(node, "stream") is None for node in nodes)
-    assert validate_et(path, ValidationOptions(check_ctrl_deps=False)).counts() == {
-        "missing_attr": 28
-    }
+    assert sum(node.id in node.ctrl_deps for node in nodes) == 383
+    graph = nx.DiGraph()
+    graph.add_edges_from((dep, node.id) for node in nodes
+                         for dep in [*node.data_deps, *node.ctrl_deps]
+                         if dep in ids and dep != node.id)  # fmt: skip
+    assert sum(len(c) > 1 for c in nx.strongly_connected_components(graph)) == 417
+    assert validate_et(path, ValidationOptions(check_ctrl_deps=False, astra_sim=False)).counts(
+    ) == {"missing_attr": 28, "self_dep": 383, "cycle": 417}  # fmt: skip

@@ -51,7 +51,11 @@ def test_legacy_job_meets_across_ranks_and_validates(tmp_path: Path) -> None:
     result = run_pipeline(ranks, tmp_path / "out", plot=False)
     report = json.loads(result.report.read_text())
     # rank 2 and 3 named their pair group "1" like ranks 0 and 1: split by consecutive ranks
-    assert report["agreement"]["counts"] == {"groups split by consecutive ranks": 2}
+    # and each send/recv gets its ends (the 1.0.1 trace names no members): one pair a rank
+    assert report["agreement"]["counts"] == {
+        "groups split by consecutive ranks": 2,
+        "send/recv ends filled from the group's two ranks": 4,
+    }
     # ASTRA-sim group ids: the truth's group number + 1
     assert report["agreement"]["groups_compared"] == ["1", "2", "3"]
     assert report["agreement"]["disagreements"] == []
@@ -59,6 +63,13 @@ def test_legacy_job_meets_across_ranks_and_validates(tmp_path: Path) -> None:
         names = [get_attr(n, "pg_name") for n in comm_nodes(tmp_path / "out" / f"workload.{r}.et")]
         assert names == [str(int(name) + 1) for name in truth_groups(tmp_path / "legacy", r)]
         assert sorted(set(names)) == ["1", "2" if r < 2 else "3"]
+        # the synthetic job's pairs: the even rank sends to the odd one, messages numbered
+        p2p = [n for n in comm_nodes(tmp_path / "out" / f"workload.{r}.et")
+               if n.type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)]  # fmt: skip
+        assert p2p and [
+            (get_attr(n, "comm_src"), get_attr(n, "comm_dst"), get_attr(n, "comm_tag")) for n in p2p
+        ] == [(r - r % 2, r - r % 2 + 1, k) for k in range(len(p2p))]
+        assert all((n.type == NodeType.COMM_SEND_NODE) == (r % 2 == 0) for n in p2p)
     modern = run_pipeline(job(tmp_path / "modern", []), tmp_path / "modern_out", plot=False)
     for legacy_rank, modern_rank in zip(result.ranks, modern.ranks):
         simulated = legacy_rank["simulation"]["simulated_makespan_us"]
@@ -123,11 +134,14 @@ def test_orphan_nccl_kernel_is_filled_from_its_peers(tmp_path: Path) -> None:
     assert agreement["counts"] == {"orphan groups filled from the stream": 1,
                                    "comm types filled from peers": 1,
                                    "comm sizes filled from peers": 1,
-                                   "groups split by consecutive ranks": 2}  # fmt: skip
-    # rank 1 for its orphan; ranks 2 and 3 for their pair group's new name "2"
-    assert agreement["disagreements"] == [] and agreement["ranks_rewritten"] == [1, 2, 3]
+                                   "groups split by consecutive ranks": 2,
+                                   "send/recv ends filled from the group's two ranks": 4,
+                                   }  # fmt: skip
+    # rank 1 for its orphan; ranks 2 and 3 for their pair group's new name "3"; every rank
+    # for the ends of its send or recv
+    assert agreement["disagreements"] == [] and agreement["ranks_rewritten"] == [0, 1, 2, 3]
     (orphan,) = [n for n in comm_nodes(tmp_path / "out" / "workload.1.et")
-                 if get_attr(n, "comm_filled") is not None]  # fmt: skip
+                 if "comm_type" in (get_attr(n, "comm_filled") or "")]  # fmt: skip
     assert orphan.name == kernel["name"] and orphan.start_time_micros == int(kernel["ts"])
     peer = comm_nodes(tmp_path / "out" / "workload.0.et")[0]
     assert true_type == "broadcast" and get_attr(peer, "comm_type") == 5  # BROADCAST

@@ -17,7 +17,7 @@ def validate(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
 
 
-def coll(node_id: int, comm_type: int, size: int, pg: str = "0", deps: tuple = ()) -> Node:
+def coll(node_id: int, comm_type: int, size: int, pg: str = "1", deps: tuple = ()) -> Node:
     node = Node(id=node_id, name=f"coll{node_id}", type=NodeType.COMM_COLL_NODE)
     node.data_deps.extend(deps)
     add_attr(node, "is_cpu_op", False)
@@ -63,18 +63,18 @@ def test_broken_files_fail_with_problems(tmp_path: Path) -> None:
 
 
 def test_cross_rank_mismatch_detected(tmp_path: Path) -> None:
-    rank0 = write(tmp_path / "r0.et", [coll(0, 0, 64), coll(1, 2, 128), coll(2, 0, 8, pg="1")])
-    rank1 = write(tmp_path / "r1.et", [coll(0, 0, 64), coll(1, 2, 256), coll(2, 0, 8, pg="1")])
+    rank0 = write(tmp_path / "r0.et", [coll(0, 0, 64), coll(1, 2, 128), coll(2, 0, 8, pg="2")])
+    rank1 = write(tmp_path / "r1.et", [coll(0, 0, 64), coll(1, 2, 256), coll(2, 0, 8, pg="2")])
     results = [check_file(p, ValidationOptions()) for p in (rank0, rank1)]
     (mismatch,) = cross_rank_mismatches(results)
-    assert mismatch.pg == "0" and "operation #2" in mismatch.message
+    assert mismatch.pg == "1" and "operation #2" in mismatch.message
     assert "rank 0: node 1 'coll1' comm_type 2, 128 bytes" in mismatch.message
     assert "rank 1: node 1 'coll1' comm_type 2, 256 bytes" in mismatch.message
     result = validate("--json", rank0, rank1)
     assert result.returncode == 1
     report = json.loads(result.stdout)
     assert [f["ok"] for f in report["files"]] == [True, True]
-    assert [c["pg"] for c in report["cross_rank"]] == ["0"]
+    assert [c["pg"] for c in report["cross_rank"]] == ["1"]
 
 
 def test_cross_rank_count_difference_and_agreement(tmp_path: Path) -> None:

@@ -106,8 +106,10 @@ def _run(args: argparse.Namespace) -> None:
     if result.et_prefix is not None:
         print(f"ASTRA-sim: {command_line(result.et_prefix, result.comm_groups)}")
         if len(result.ranks) == 1:
-            print("  (ASTRA-sim's analytical network needs 2 NPUs or more: to run one rank, "
-                  f"copy {name_of(result.et_prefix)}.0.et to {name_of(result.et_prefix)}.1.et)")
+            print(
+                "  (ASTRA-sim's analytical network needs 2 NPUs or more: to run one rank, "
+                f"copy {name_of(result.et_prefix)}.0.et to {name_of(result.et_prefix)}.1.et)"
+            )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -117,6 +117,13 @@ class Classifier:
              if isinstance(g, dict) and not g.get("ranks") and g.get("pg_name") is not None),
             "0",
         )  # fmt: skip
+        #: each group's global ranks from the table (``ranks: []``: the first group_size)
+        self.group_ranks: dict[str, tuple[int, ...]] = {}
+        for group in table:
+            if isinstance(group, dict) and group.get("pg_name") is not None:
+                ranks = group.get("ranks") or range(int(group.get("group_size") or 0))
+                if ranks and all(isinstance(r, int) for r in ranks):
+                    self.group_ranks[str(group["pg_name"])] = tuple(ranks)
 
     def ancestors(self, node: EtPlusNode, depth: int = 4) -> list[EtPlusNode]:
         chain, current = [], node
@@ -192,6 +199,8 @@ class Classifier:
         pg_size = (comms.attr("pg_size") if comms else None) or (
             node.collective.group_size if node.collective else None)  # fmt: skip
         original = None if pg_name is None else str(pg_name)
+        if ranks is None and original is not None:
+            ranks = self.group_ranks.get(original)
         group = None if original is None else self.group_ids.of(original)
         if isinstance(kind, PointToPoint):
             return self._point_to_point(kind, is_cpu_op, size, group, original, ranks, pg_size)

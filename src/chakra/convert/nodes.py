@@ -107,9 +107,11 @@ def build_node(
             pieces.append(int64(name, value))
     pieces.append(_PIECES.string("op_schema", str(get("op_schema") or "")))
     # ASTRA-sim refuses a communication node on the CPU ("Comm node should not be on CPU"):
-    # a host collective (gloo) is written is_cpu_op false, its ``tid`` naming its thread
-    on_cpu = kind.is_cpu_op and kind.node_type not in COMM_NODE_TYPES
-    pieces.append(_PIECES.boolean("is_cpu_op", on_cpu))
+    # a host collective (gloo) is written is_cpu_op false and runs_on_host true
+    host_comm = kind.is_cpu_op and kind.node_type in COMM_NODE_TYPES
+    pieces.append(_PIECES.boolean("is_cpu_op", kind.is_cpu_op and not host_comm))
+    if host_comm:
+        pieces.append(_PIECES.boolean("runs_on_host", True))
     if gpu:
         if node.stream is not None:
             pieces.append(int64("stream", node.stream))

@@ -55,7 +55,7 @@ def astra_sim_faults(node: Any, values: Mapping[str, Any]) -> list[tuple[str, st
         what = "is a METADATA node: the ASTRA-sim of 2026-03 aborts on one (use a comm-group file)"
         faults.append(("astra_sim_unsupported", what))
     pg_name: Optional[Any] = values.get("pg_name")
-    if pg_name is not None and not is_group_id(pg_name):
+    if isinstance(pg_name, str) and not is_group_id(pg_name):  # another kind: wrong_attr_kind
         faults.append(("invalid_pg_name", f"has pg_name {str(pg_name)[:40]!r}, not an ASTRA-sim "
                        "group id (an integer from 1 to 2**31 - 1: read with std::stoi, "
                        "group 0 is refused)"))  # fmt: skip

@@ -71,6 +71,10 @@ _GPU_TYPES = frozenset(
     (NodeType.COMP_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE, NodeType.COMM_COLL_NODE)
 )
 _COMM_TYPES = frozenset(int(t) for t in CollectiveCommType)
+#: a communication node marked ``runs_on_host`` ran on a host thread (gloo), not a GPU
+_COMM_NODE_TYPES = frozenset(
+    (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE, NodeType.COMM_COLL_NODE)
+)
 _CYCLE_IDS_SHOWN = 10
 
 
@@ -185,7 +189,9 @@ def _node_problems(node: Any, options: ValidationOptions) -> list[Problem]:
             problems.append(Problem("unknown_group", node.id, message))
     cpu = present.get("is_cpu_op")
     is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
-    if options.require_streams and is_gpu and node.type in _GPU_TYPES and "stream" not in present:
+    on_host = node.type in _COMM_NODE_TYPES and any(a.name == "runs_on_host" for a in node.attr)
+    if (options.require_streams and is_gpu and node.type in _GPU_TYPES
+            and "stream" not in present and not on_host):  # fmt: skip
         message = f"{_label(node.id, node.name)} runs on the GPU but has no stream attribute"
         problems.append(Problem("missing_stream", node.id, message))
     return problems

@@ -73,17 +73,16 @@ class SimGraph(msgspec.Struct):
 
 
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
-                   "duration_ns"})  # fmt: skip
+                   "duration_ns", "runs_on_host"})  # fmt: skip
 _COMM_TYPE_VALUES = frozenset(int(t) for t in COMM_TYPES)  # plain ints: faster to look up
 
 
 def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False) -> SimGraph:
     """Index ``nodes`` (any order). Raises SimulationError for a repeated id or a
     dependency on an id that no node has. Resources: a host node runs on its thread
-    (``tid``; also a communication node with a ``tid`` and no ``stream``: a host
-    collective, written ``is_cpu_op`` false for ASTRA-sim), a GPU node on its (device,
-    stream), or, with ``serialize_gpu``, all GPU nodes of a device on one slot; a node
-    with neither waits for no resource.
+    (``tid``; a host collective, written ``is_cpu_op`` false for ASTRA-sim, is marked
+    ``runs_on_host``), a GPU node on its (device, stream), or, with ``serialize_gpu``, all
+    GPU nodes of a device on one slot; a node with neither waits for no resource.
 
     One pass over the nodes fills flat arrays (dependencies as the ids they name); ids are
     then matched and the rows transposed with array operations (:mod:`.csr`). Errors are
@@ -169,7 +168,7 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
         names_append(node.name)
         start = node.start_time_micros
         measured_append(float(start) if start else -1.0)
-        is_cpu_op = True
+        is_cpu_op, on_host = True, False
         tid = stream = device = duration_ns = None
         values = None
         for attr in node.attr[:]:  # a list made in C: faster to walk than the container
@@ -177,6 +176,8 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
             if name in read:  # a nonzero member is the one set: the common case, read directly
                 if name == "is_cpu_op":
                     is_cpu_op = attr.bool_val or _value(attr)
+                elif name == "runs_on_host":
+                    on_host = attr.bool_val or _value(attr)
                 elif name == "tid":
                     tid = attr.int64_val or _value(attr)
                 elif name == "duration_ns":
@@ -193,8 +194,7 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
             durations_append(duration_ns / 1000.0)
         else:
             durations_append(float(node.duration_micros))
-        if is_cpu_op or (stream is None and tid is not None and node.type in comm_types):
-            # a host collective (gloo): is_cpu_op false for ASTRA-sim, on its thread here
+        if is_cpu_op or on_host:
             key = ("thread", int(tid)) if tid is not None else None
         else:
             device = int(device or 0)
