@@ -104,3 +104,27 @@ def test_bad_input_one_line_no_output(tmp_path: Path, name: str) -> None:
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert str(source) in lines[0] and expected in lines[0]
     assert not out.exists()
+
+
+def test_ranks_converted_one_at_a_time_share_one_comm_group_file(tmp_path: Path) -> None:
+    """Each rank's converter run adds the groups its trace names to PREFIX.comm_groups.json;
+    a file there that is not a group table is a one-line error and nothing is added."""
+    summary = generate_job(SynthOptions(seed=2, ranks=4, ops_per_step=70), tmp_path / "job")
+    for rank in (0, 2):
+        files = summary.ranks[rank]
+        et_plus = tmp_path / f"rank{rank}.et_plus.json"
+        link_files(files.host_et, files.kineto, et_plus, LinkOptions())
+        result = converter("PyTorch", "--input", str(et_plus),
+                           "--output", str(tmp_path / f"job.{rank}.et"))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    # rank 0 names the world and its pair (0, 1); rank 2 the world and its pair (2, 3)
+    groups = json.loads((tmp_path / "job.comm_groups.json").read_text())
+    assert groups == {"1": [0, 1, 2, 3], "2": [0, 1], "3": [2, 3]}
+    (tmp_path / "job.comm_groups.json").write_text("[1, 2]")
+    result = converter("PyTorch", "--input", str(tmp_path / "rank0.et_plus.json"),
+                       "--output", str(tmp_path / "job.0.et"))  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip().endswith(
+        'job.comm_groups.json: not a comm-group JSON file ({"<pg_name>": [ranks]})'
+    )
+    assert (tmp_path / "job.comm_groups.json").read_text() == "[1, 2]"

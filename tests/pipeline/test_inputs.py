@@ -48,7 +48,8 @@ def test_the_pipeline_runs_on_profiler_names(profiler_named_job: Path, tmp_path:
     assert result.returncode == 0, result.stderr
     report = json.loads((out / "report.json").read_text())
     assert [r["rank"] for r in report["ranks"]] == [0, 1]
-    assert {"rank0.et", "rank1.et", "rank0.et_plus.json"} <= {p.name for p in out.iterdir()}
+    names = {p.name for p in out.iterdir()}
+    assert {"workload.0.et", "workload.1.et", "rank0.et_plus.json"} <= names
 
 
 def test_outputs_beside_the_traces_are_not_taken_for_traces(

@@ -47,12 +47,25 @@ def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "chakra_pipeline"
     out = tmp_path / "out"
     result = subprocess.run([str(script), "--trace-dir", str(tmp_path / "traces"),
-                             "--output-dir", str(out), "-j", "2"],
+                             "--output-dir", str(out), "-j", "2", "--et-prefix", "step"],
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("rank") and len(lines) == 6
-    assert all(f"workload.{r}.et" in {p.name for p in out.iterdir()} for r in range(4))
+    assert lines[0].startswith("rank") and len(lines) == 7
+    # the PREFIX.<rank>.et family ASTRA-sim loads, its groups, and the command that runs them
+    assert all(f"step.{r}.et" in {p.name for p in out.iterdir()} for r in range(4))
+    groups = json.loads((out / "step.comm_groups.json").read_text())
+    assert groups == {"1": [0, 1, 2, 3], "2": [0, 1], "3": [2, 3]}  # synth: world, then pairs
+    assert lines[-1] == (
+        f"ASTRA-sim: AstraSim_Analytical_Congestion_Unaware --workload-configuration={out}/step"
+        f" --comm-group-configuration={out}/step.comm_groups.json --system-configuration="
+        "SYSTEM.json --network-configuration=NETWORK.yml --remote-memory-configuration=MEMORY.json"
+    )
+    bad = subprocess.run([str(script), "--trace-dir", str(tmp_path / "traces"), "--output-dir",
+                          str(tmp_path / "bad"), "--et-prefix", "a/b"],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "--et-prefix 'a/b': a file name prefix, without '/'" in bad.stderr
     assert_perfetto_json(out / "timeline.json", 4)
     assert (out / "utilisation.png").read_bytes()[:8] == PNG
     report = json.loads((out / "report.json").read_text())

@@ -33,6 +33,7 @@ from chakra.convert.graph import (
 from chakra.convert.nodes import (
     build_node,
     delay_node,
+    end_node,
     idle_node,
     segment_node,
 )
@@ -133,6 +134,7 @@ class _Plan(msgspec.Struct):
     kinds: dict[int, Classified]
     report: ConvertReport
     parents: dict[int, int]  # node id -> its ctrl_deps parent (only those kept: parents.py)
+    end: Optional[tuple]  # (id, deps, start_us) of the [end] node, if any (_end_node)
 
 
 def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
@@ -165,7 +167,8 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     kinds = {node.id: distinct.setdefault(kind, kind)
              for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
     types = Counter(kind.node_type.name for kind in kinds.values())
-    types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays)
+    end = _end_node(kinds, graph, parents, measured_end, by_id)
+    types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays) + bool(end)
     warnings = [f"{count} x {what}" for what, count in sorted(classifier.guesses.items())]
     warnings += [f"{count} x {what}" for what, count in sorted(classifier.notes.items())]
     groups = _comm_groups(kinds.values())
@@ -174,6 +177,10 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         warnings.append(f"process groups {', '.join(unlisted)} have no known members here "
                         "(no pg_ranks): the comm-group file cannot list them; chakra_pipeline "
                         "finds them from all ranks")  # fmt: skip
+    if end is not None:
+        warnings.append(f"an [end] node (0 us, no resource) after the {len(end[1])} send/recv "
+                        "ops that end the graph: ASTRA-sim aborts when a rank finishes on one "
+                        "and the graph has CPU nodes")  # fmt: skip
     renamed = classifier.group_ids.renamed
     if renamed:
         warnings.append("process groups named by text given ASTRA-sim group ids: " + ", ".join(
@@ -200,7 +207,32 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         parents_left_out=parents_dropped,
         comm_groups=groups,
     )
-    return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report, parents)
+    return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report, parents, end)
+
+
+def _end_node(
+    kinds: dict[int, Classified],
+    graph: Graph,
+    parents: dict[int, int],
+    measured_end: dict[int, Any],
+    by_id: dict[int, EtPlusNode],
+) -> Optional[tuple]:
+    """``(id, deps, start_us)`` of a node after the send/recv ops nothing depends on, when
+    there are such: the shipped ASTRA-sim ends its process when a rank's last node is a
+    send or recv and the graph has CPU nodes (its statistics throw outside any handler)."""
+    p2p = (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+    ends = [i for i, kind in kinds.items() if kind.node_type in p2p]
+    if not ends:
+        return None
+    candidates = set(ends)  # a set of the few send/recv, not of every node with a successor
+    followed = {src for srcs in graph.deps.values() for src in srcs if src in candidates}
+    followed.update(p for p in parents.values() if p in candidates)
+    ends = sorted(i for i in ends if i not in followed)
+    if not ends:
+        return None
+    times = [measured_end.get(i, by_id[i].end) for i in ends]
+    start = max((t for t in times if t is not None), default=0)
+    return max(graph.ids) + 1, ends, start
 
 
 def _comm_groups(kinds: Iterable[Classified]) -> dict[str, list[int]]:
@@ -275,6 +307,8 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
         before = by_id[op_of.get(delay.before, delay.before)]
         yield delay_node(delay, before, sorted(deps.get(delay.node_id, ())),
                          parents.get(delay.node_id))  # fmt: skip
+    if plan.end is not None:
+        yield end_node(*plan.end)
 
 
 def convert_file(

@@ -203,3 +203,13 @@ def delay_node(delay: Any, before: EtPlusNode, data_deps: list[int],
     with the op's ``data_deps``)."""
     return _cpu_node(delay.node_id, "[delay]", before, delay.start_us, delay.duration_us,
                      data_deps, parent, "delay_before", tid=False)  # fmt: skip
+
+
+def end_node(node_id: int, data_deps: list[int], start_us: Any) -> bytes:
+    """A 0 us CPU node after the send/recv ops that end a graph (see converter._end_node);
+    no ``tid``: it holds no resource, so the replay is unchanged."""
+    pieces = [
+        _HEADS.head(node_id, "[end]", _COMP, (), data_deps, _micros(start_us), 0),
+        _PIECES.boolean("is_cpu_op", True),
+    ]
+    return b"".join(pieces)
