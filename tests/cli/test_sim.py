@@ -72,3 +72,38 @@ def test_help_documents_the_targets() -> None:
     text = " ".join(result.stdout.split())
     for words in ("delay or idle", "name:TEXT", "[ and ] stand for themselves", "no node"):
         assert words in text
+
+
+def test_astra_sim_resources(et_file: Path) -> None:
+    # one CPU slot runs A (10), the [idle] (3: ready since 0, a smaller id than the
+    # delay's), the [delay] (5) and B (10) one after the other; the kernel is on the GPU slot
+    result = sim(str(et_file), "--resources", "astra-sim", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    (rank,) = document["ranks"]
+    assert rank["simulated_makespan_us"] == 28.0
+    assert [use["resource"] for use in rank["resources"]] == ["cpu slot", "gpu slot"]
+    network = document["resources"]["network"]
+    assert (network["bandwidth_gbps"], network["latency_ns"], network["npus"]) == (50, 500, 1)
+    text = sim(str(et_file), "--resources", "astra-sim", "--network", "ring:100:2")
+    assert text.stdout.splitlines()[0] == (
+        "resources: astra-sim (per rank one cpu, gpu and "
+        "comm slot; ring of 1 at 100 GB/s, 2000 ns per hop)"
+    )
+
+
+def test_astra_sim_resources_reject_serialize_gpu_and_switches(et_file: Path) -> None:
+    for options, message in (
+        (["--serialize-gpu"], "--serialize-gpu: ASTRA-sim's model has one GPU slot per rank"),
+        (["--network", "switch:10:1"], "--resources astra-sim: the network must be a ring "
+                                       "(as run.py's), not switch"),
+    ):  # fmt: skip
+        result = sim(str(et_file), "--resources", "astra-sim", *options)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [f"chakra_sim: error: {message}"]
+
+
+def test_help_documents_the_resource_models() -> None:
+    text = " ".join(sim("--help").stdout.split())
+    for words in ("threads-streams (default)", "ring:50:0.5", "50 GB/s and 500 ns"):
+        assert words in text

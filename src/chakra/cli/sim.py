@@ -12,14 +12,18 @@ from typing import Optional
 import msgspec
 
 from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.errors import ChakraError
 from chakra.fileio import atomic_output
 from chakra.ranks.files import simulate_agreed
 from chakra.simulate.analysis import ScaleRule, critical_path, log_reference_lines, scaled_graphs
+from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
 from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.plot import plot_utilisation
 from chakra.simulate.result import RankResult, rank_results
-from chakra.simulate.run import chrome_trace
+from chakra.simulate.run import chrome_trace, simulate_astra_files
+
+THREADS_STREAMS, ASTRA_SIM = "threads-streams", "astra-sim"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,9 +53,23 @@ def build_parser() -> argparse.ArgumentParser:
         "each reports how many nodes it matched; repeatable",
     )
     parser.add_argument(
+        "--resources",
+        choices=(THREADS_STREAMS, ASTRA_SIM),
+        default=THREADS_STREAMS,
+        help="how nodes share the hardware. threads-streams (default): each host thread "
+        "and GPU stream runs its nodes in a fixed order, only data_deps order nodes, "
+        "collectives replay their recorded time; astra-sim: ASTRA-sim's model, to compare "
+        "with it: per rank one CPU, one GPU and one communication slot, each taking the "
+        "ready node with the smallest id, data_deps and ctrl_deps both, duration_micros, "
+        "and collectives, sends and receives timed by ASTRA-sim's analytical ring (see "
+        "--network; ring:50:0.5 when not given, ASTRA-sim run.py's 50 GB/s and 500 ns)",
+    )
+    parser.add_argument(
         "--network",
         metavar="TOPOLOGY:GBPS:LATENCY_US",
-        help="what-if: time collectives with an alpha-beta model, e.g. ring:100:5",
+        help="what-if: time collectives with an alpha-beta model, e.g. ring:100:5; with "
+        "--resources astra-sim: ASTRA-sim's ring (GB/s of 2^30 bytes, latency per hop in "
+        "µs), default ring:50:0.5",
     )
     parser.add_argument(
         "--plot",
@@ -75,15 +93,29 @@ def _what_if(
     if not rules and network is None:
         return [None] * len(engine.graphs), []
     graphs, counts = scaled_graphs(engine.graphs, rules)
-    scaled = Engine(graphs, network)
+    scaled = Engine(graphs, network) if network is not None else engine.with_graphs(graphs)
     scaled.run()
     return [result.simulated_makespan_us for result in rank_results(scaled)], counts
 
 
+def _replay(
+    args: argparse.Namespace,
+) -> tuple[Engine, Optional[NetworkModel], Optional[AstraRing]]:
+    """The run of the chosen resource model, and the what-if network (threads-streams) or
+    ASTRA-sim's ring (astra-sim)."""
+    if args.resources != ASTRA_SIM:
+        network = NetworkModel.parse(args.network) if args.network else None
+        return simulate_agreed(args.paths, args.serialize_gpu), network, None
+    if args.serialize_gpu:
+        raise ChakraError("--serialize-gpu: ASTRA-sim's model has one GPU slot per rank")
+    network = NetworkModel.parse(args.network or DEFAULT_NETWORK)
+    ring = AstraRing.from_network(network, len(args.paths))
+    return simulate_astra_files(args.paths, ring), None, ring
+
+
 def _simulate(args: argparse.Namespace) -> None:
     rules = [ScaleRule.parse(text) for text in args.scale]
-    network = NetworkModel.parse(args.network) if args.network else None
-    engine = simulate_agreed(args.paths, args.serialize_gpu)
+    engine, network, ring = _replay(args)
     what_if, counts = _what_if(engine, rules, network)  # a rule matching nothing: no outputs
     log_reference_lines(engine)
     results = rank_results(engine, explain=True)
@@ -100,8 +132,16 @@ def _simulate(args: argparse.Namespace) -> None:
              "what_if_makespan_us": scaled}
             for result, path, scaled in zip(results, paths, what_if)
         ]  # fmt: skip
-        print(json.dumps({"ranks": ranks, "scale_rules": applied}))
+        document = {"ranks": ranks, "scale_rules": applied}
+        if ring is not None:
+            document["resources"] = {"model": ASTRA_SIM, "network": msgspec.to_builtins(ring)}
+        print(json.dumps(document))
         return
+    if ring is not None:
+        print(
+            f"resources: astra-sim (per rank one cpu, gpu and comm slot; ring of "
+            f"{ring.npus} at {ring.bandwidth_gbps:g} GB/s, {ring.latency_ns:g} ns per hop)"
+        )
     for rule in applied:
         print(f"--scale {rule['rule']}: {rule['nodes']:,} nodes scaled (all ranks)")
     for result, path, critical, scaled in zip(results, args.paths, paths, what_if):

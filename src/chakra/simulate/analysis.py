@@ -82,7 +82,8 @@ def _class_mask(graph: SimGraph, target: str) -> np.ndarray:
         name = DELAY if target == "delay" else IDLE
         return np.fromiter((n == name for n in graph.names), bool, len(graph.names))
     resource = np.frombuffer(graph.resource, dtype=np.int64)
-    streams = np.array([key[0] == "stream" for key in graph.resources] + [False], bool)
+    streams = np.array([key[0] == "stream" or key == ("slot", "gpu") for key in graph.resources]
+                       + [False], bool)  # fmt: skip
     on_gpu = streams[resource]  # NO_RESOURCE (-1) picks the extra False
     comm = np.zeros(len(resource), bool)
     comm[list(graph.comm)] = True
@@ -128,7 +129,7 @@ def model_only(engine: Engine) -> Engine:
         durations = np.frombuffer(graph.duration_us, dtype=np.float64).copy()
         durations[unexplained_nodes(graph)] = 0.0
         graphs.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
-    model = Engine(graphs, engine.network)
+    model = engine.with_graphs(graphs)
     model.run()
     return model
 

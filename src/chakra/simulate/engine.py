@@ -51,6 +51,10 @@ class Engine:
             return [0.0] * len(firsts)
         return [first - min(firsts) for first in firsts]
 
+    def with_graphs(self, graphs: Sequence[SimGraph]) -> Engine:
+        """A new engine of the same model (and network) for ``graphs`` (not run)."""
+        return Engine(graphs, self.network)
+
     def run(self) -> None:
         # the run allocates no reference cycles, but many small objects: the collector
         # would scan every big list again and again for nothing

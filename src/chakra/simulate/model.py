@@ -101,13 +101,24 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
         _read_nodes(nodes, serialize_gpu, ids, names, durations, measured, resource,
                     resource_index, deps, dep_start, comm, group_count)  # fmt: skip
     except Exception:
-        repeat = index_ids(ids)[1]
-        if repeat >= 0:  # checked node by node, the repeat would have been met first
-            raise _repeated(rank, ids, repeat) from None
+        repeated = repeated_id_error(rank, ids)
+        if repeated is not None:  # checked node by node, the repeat would have been met first
+            raise repeated from None
         raise
     finally:
         if collecting:
             gc.enable()
+    return assemble_graph(rank, ids, names, durations, measured, resource, resource_index,
+                          deps, dep_start, comm)  # fmt: skip
+
+
+def assemble_graph(rank: int, ids: array, names: list[str], durations: array, measured: array,
+                   resource: array, resource_index: dict[tuple, int], deps: array,
+                   dep_start: array, comm: dict[int, CommKey]) -> SimGraph:  # fmt: skip
+    """The :class:`SimGraph` of the flat arrays a reading pass filled (one entry per node;
+    ``deps`` the dependency ids one node after the other, ``dep_start`` where each node's
+    begin, ``resource_index`` each resource key's slot). Raises SimulationError for a
+    repeated id or a dependency on an id that no node has."""
     index, repeat = index_ids(ids)
     if repeat >= 0:
         raise _repeated(rank, ids, repeat)
@@ -124,6 +135,13 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
         resources[slot] = key
     return SimGraph(rank, ids, names, durations, resource, resources, to_array(positions),
                     dep_start, succs, succ_start, measured, comm)  # fmt: skip
+
+
+def repeated_id_error(rank: int, ids: array) -> Optional[SimulationError]:
+    """The error for the first repeated id among ``ids`` (None when all are unique): what a
+    reading pass that failed part-way reports first."""
+    repeat = index_ids(ids)[1]
+    return _repeated(rank, ids, repeat) if repeat >= 0 else None
 
 
 def _value(attr: Any) -> Any:

@@ -42,6 +42,8 @@ class RankResult(msgspec.Struct, frozen=True):
 def _label(key: tuple) -> str:
     if key[0] == "thread":
         return f"thread {key[1]}"
+    if key[0] == "slot":  # ASTRA-sim's model: one cpu, gpu and comm slot per rank
+        return f"{key[1]} slot"
     return f"device {key[1]} stream {key[2]}"
 
 

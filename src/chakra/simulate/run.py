@@ -2,37 +2,58 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from chakra.errors import PathLike
 from chakra.et.reader import EtReader
 from chakra.ingest.detect import TraceKind, sniff_kind
+from chakra.simulate.astra_events import AstraEngine
+from chakra.simulate.astra_graph import build_astra_graph
+from chakra.simulate.astra_network import AstraRing
 from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph, SimulationError, build_graph
+
+GraphBuilder = Callable[[Iterable[Any], int], SimGraph]
 
 
 def load_graph(path: PathLike, rank: int, serialize_gpu: bool = False) -> SimGraph:
     """One rank's graph from an ``.et`` file (streamed) or from ET+ JSON."""
+    return _load_graph(path, rank, partial(build_graph, serialize_gpu=serialize_gpu))
+
+
+def load_astra_graph(path: PathLike, rank: int) -> SimGraph:
+    """One rank's graph as ASTRA-sim sees it (:mod:`chakra.simulate.astra_graph`)."""
+    return _load_graph(path, rank, build_astra_graph)
+
+
+def _load_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
     try:
-        return _load_graph(path, rank, serialize_gpu)
+        if sniff_kind(path) is TraceKind.CHAKRA_ET:
+            with EtReader(path) as reader:
+                return build(reader, rank)
+        from chakra.convert import ConvertOptions, convert_et_plus, load_et_plus
+
+        graph = convert_et_plus(load_et_plus(path), ConvertOptions())
+        return build(graph.nodes, rank)
     except SimulationError as exc:
         raise SimulationError(f"{path}: {exc}") from exc
-
-
-def _load_graph(path: PathLike, rank: int, serialize_gpu: bool) -> SimGraph:
-    if sniff_kind(path) is TraceKind.CHAKRA_ET:
-        with EtReader(path) as reader:
-            return build_graph(reader, rank, serialize_gpu)
-    from chakra.convert import ConvertOptions, convert_et_plus, load_et_plus
-
-    graph = convert_et_plus(load_et_plus(path), ConvertOptions())
-    return build_graph(graph.nodes, rank, serialize_gpu)
 
 
 def simulate_files(paths: Sequence[PathLike], serialize_gpu: bool = False) -> Engine:
     """Simulate one graph per rank (rank = position in ``paths``), together."""
     engine = Engine([load_graph(p, rank, serialize_gpu) for rank, p in enumerate(paths)])
+    engine.run()
+    return engine
+
+
+def simulate_astra_files(paths: Sequence[PathLike], ring: AstraRing) -> AstraEngine:
+    """Simulate one graph per rank (rank = position in ``paths``) with ASTRA-sim's resource
+    model and ring (:mod:`chakra.simulate.astra_events`), reading the files as ASTRA-sim
+    does: as they are, without the cross-rank fills :func:`chakra.ranks.files.
+    simulate_agreed` applies."""
+    engine = AstraEngine([load_astra_graph(p, rank) for rank, p in enumerate(paths)], ring)
     engine.run()
     return engine
 

@@ -1,0 +1,170 @@
+"""ASTRA-sim's view of a Chakra ET graph, as a :class:`~chakra.simulate.model.SimGraph`: what
+its Chakra feeder (v3) and ``Workload``/``HardwareResource`` read of each node.
+
+- Dependencies: ``data_deps`` and ``ctrl_deps`` alike (the feeder enforces both).
+- Slots: a node with ``is_cpu_op`` (absent: false) takes the rank's one CPU slot; else a
+  COMP node its one GPU slot; a receive none; any other node its one communication slot.
+  Streams and threads are not told apart.
+- Durations: ``duration_micros`` (the ``duration_ns`` attribute is not read); a node of 0 µs
+  lasts 1 ns. INVALID and METADATA nodes end when issued.
+- Communication: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER and ALL_TO_ALL meet across the ranks
+  of their ``pg_name`` ("" and "0": every rank) in file order, timed by
+  :class:`~chakra.simulate.astra_network.AstraRing`. BROADCAST, and the types ASTRA-sim
+  does not run (it fails on them), replay their duration on the communication slot and
+  meet nobody. A send meets the receive with the same source, destination, tag and size
+  (the k-th with the k-th): ``comm_src``, ``comm_dst`` and ``comm_tag`` are required, as
+  ASTRA-sim requires them.
+"""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from chakra.et.attributes import attr_value
+from chakra.et.schema import CollectiveCommType, NodeType
+from chakra.simulate.astra_network import RING_COLLECTIVES
+from chakra.simulate.model import (
+    NO_RESOURCE,
+    CommKey,
+    SimGraph,
+    SimulationError,
+    assemble_graph,
+    repeated_id_error,
+)
+
+logger = logging.getLogger(__name__)
+
+CPU, GPU, COMM = ("slot", "cpu"), ("slot", "gpu"), ("slot", "comm")
+#: 1 ns: what ASTRA-sim makes of a duration of 0.
+SHORTEST_US = 0.001
+_READ = frozenset({"is_cpu_op", "comm_type", "comm_size", "pg_name", "comm_src", "comm_dst",
+                   "comm_tag"})  # fmt: skip
+_INSTANT = (int(NodeType.INVALID_NODE), int(NodeType.METADATA_NODE))
+_SEND, _RECV = int(NodeType.COMM_SEND_NODE), int(NodeType.COMM_RECV_NODE)
+_COLL = int(NodeType.COMM_COLL_NODE)
+
+
+class P2PKey(CommKey, frozen=True):
+    """A send/receive pair: ``pg_name`` names the pair (source, destination and tag),
+    ``index`` counts that pair's messages; the sender is ``source``."""
+
+    source: int = 0
+    destination: int = 0
+
+
+def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
+    """Index ``nodes`` (any order) with ASTRA-sim's slots, dependencies and durations.
+    Raises SimulationError for a repeated id, an unknown dependency, or a communication
+    node without the attributes ASTRA-sim needs. One pass over the nodes."""
+    ids, names, durations, measured = array("q"), [], array("d"), array("d")
+    resource, deps, dep_start = array("q"), array("Q"), array("q", [0])
+    slots: dict[tuple, int] = {}
+    comm: dict[int, CommKey] = {}
+    counts: Counter = Counter()
+    replayed: Counter = Counter()
+    try:
+        for position, node in enumerate(nodes):
+            ids.append(node.id)
+            names.append(node.name)
+            start = node.start_time_micros
+            measured.append(float(start) if start else -1.0)
+            values = {a.name: attr_value(a) for a in node.attr if a.name in _READ}
+            kind = node.type
+            durations.append(_duration_us(kind, node.duration_micros))
+            resource.append(_slot(slots, kind, bool(values.get("is_cpu_op"))))
+            data = node.data_deps[:]
+            deps.fromlist(data)
+            if len(node.ctrl_deps):
+                known = set(data)
+                deps.fromlist([d for d in dict.fromkeys(node.ctrl_deps) if d not in known])
+            dep_start.append(len(deps))
+            if kind == _COLL:
+                key = _collective_key(node, rank, values, counts)
+                if key is None:
+                    replayed[values.get("comm_type")] += 1
+                else:
+                    comm[position] = key
+            elif kind in (_SEND, _RECV):
+                comm[position] = _p2p_key(node, rank, values, counts)
+    except Exception:
+        repeated = repeated_id_error(rank, ids)
+        if repeated is not None:
+            raise repeated from None
+        raise
+    for comm_type, count in sorted(replayed.items(), key=lambda kv: str(kv[0])):
+        if comm_type == CollectiveCommType.BROADCAST:  # as ASTRA-sim does
+            logger.debug("rank %d: %d BROADCAST node(s) replay their duration", rank, count)
+        else:
+            logger.warning("rank %d: %d %s node(s) replay their duration, though ASTRA-sim "
+                           "fails on them", rank, count, _type_name(comm_type))  # fmt: skip
+    return assemble_graph(rank, ids, names, durations, measured, resource, slots, deps,
+                          dep_start, comm)  # fmt: skip
+
+
+def _duration_us(kind: int, duration_micros: int) -> float:
+    if kind in _INSTANT:
+        return 0.0
+    return float(duration_micros) if duration_micros else SHORTEST_US
+
+
+def _slot(slots: dict[tuple, int], kind: int, is_cpu_op: bool) -> int:
+    """``HardwareResource``'s choice: the CPU, the GPU or the communication slot (slots
+    numbered in first use), or none for a receive."""
+    if is_cpu_op:
+        key = CPU
+    elif kind == int(NodeType.COMP_NODE):
+        key = GPU
+    elif kind == _RECV:
+        return NO_RESOURCE
+    else:
+        key = COMM
+    slot = slots.get(key)
+    if slot is None:
+        slot = slots[key] = len(slots)
+    return slot
+
+
+def _collective_key(node: Any, rank: int, values: dict, counts: Counter) -> Any:
+    """The meeting of a ring collective (None for one that only replays its duration)."""
+    comm_type = values.get("comm_type")
+    if comm_type is None or values.get("comm_size") is None:
+        raise SimulationError(
+            f"rank {rank}: collective node {node.id} ({node.name}) has no comm_type or no "
+            "comm_size (ASTRA-sim needs both)"
+        )
+    if int(comm_type) not in RING_COLLECTIVES:
+        return None
+    pg = str(values.get("pg_name") or "0")  # "" and "0": ASTRA-sim's group of every rank
+    counts[pg] += 1
+    return CommKey(pg, counts[pg] - 1, int(comm_type), int(values["comm_size"]))
+
+
+def _p2p_key(node: Any, rank: int, values: dict, counts: Counter) -> P2PKey:
+    missing = [name for name in ("comm_src", "comm_dst", "comm_tag") if values.get(name) is None]
+    if missing:
+        raise SimulationError(
+            f"rank {rank}: node {node.id} ({node.name}) has no {', '.join(missing)} "
+            "(ASTRA-sim needs comm_src, comm_dst and comm_tag on a send or receive)"
+        )
+    source, destination, tag = (int(values[n]) for n in ("comm_src", "comm_dst", "comm_tag"))
+    own = source if node.type == _SEND else destination
+    if own != rank or source == destination:
+        raise SimulationError(
+            f"rank {rank}: node {node.id} ({node.name}) sends from {source} to {destination}: "
+            "ASTRA-sim issues a send on its source and a receive on its destination"
+        )
+    pair = f"p2p {source}->{destination} tag {tag}"
+    counts[pair] += 1
+    size = int(values.get("comm_size") or 0)
+    return P2PKey(pair, counts[pair] - 1, -1, size, source, destination)
+
+
+def _type_name(comm_type: Any) -> str:
+    try:
+        return CollectiveCommType(int(comm_type)).name
+    except (TypeError, ValueError):
+        return repr(comm_type)
