@@ -16,15 +16,9 @@ from typing import Any, Optional
 from chakra.convert.et_plus_input import Number
 
 
-def leftover_after_kahn(deps: Mapping[int, Collection[int]], ids: set[int]) -> set[int]:
-    """Nodes that no topological order can reach (empty iff acyclic). O(V + E).
-
-    Ids of converted traces are dense (0..n plus a few), so counts and successor rows live in
-    flat arrays indexed by id: a few bytes per node and edge, where dictionaries of lists
-    took over a hundred."""
-    top = max(ids, default=-1) + 1
-    if top > 4 * len(ids) + 1024 or min(ids, default=0) < 0:
-        return _leftover_sparse(deps, ids)
+def dense_rows(deps: Mapping[int, Collection[int]], top: int) -> tuple[array, array, array]:
+    """For ids in ``range(top)``: each node's count of deps, and its successors as rows
+    (``successors[row_start[n]:row_start[n + 1]]``), in flat arrays indexed by id."""
     pending = array("q", bytes(8 * top))
     row_start = array("q", bytes(8 * (top + 1)))
     for dst, srcs in deps.items():
@@ -40,6 +34,19 @@ def leftover_after_kahn(deps: Mapping[int, Collection[int]], ids: set[int]) -> s
             successors[filled[src]] = dst
             filled[src] += 1
     del filled
+    return pending, row_start, successors
+
+
+def leftover_after_kahn(deps: Mapping[int, Collection[int]], ids: set[int]) -> set[int]:
+    """Nodes that no topological order can reach (empty iff acyclic). O(V + E).
+
+    Ids of converted traces are dense (0..n plus a few), so counts and successor rows live in
+    flat arrays indexed by id: a few bytes per node and edge, where dictionaries of lists
+    took over a hundred."""
+    top = max(ids, default=-1) + 1
+    if top > 4 * len(ids) + 1024 or min(ids, default=0) < 0:
+        return _leftover_sparse(deps, ids)
+    pending, row_start, successors = dense_rows(deps, top)
     ready = [node for node in ids if pending[node] == 0]
     while ready:
         node = ready.pop()

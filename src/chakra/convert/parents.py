@@ -21,6 +21,8 @@ from array import array
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from chakra.convert.cycles import dense_rows
+
 
 def backward_parents(
     parents: Iterable[tuple[int, int]],
@@ -43,21 +45,7 @@ def backward_parents(
         backward = backward_parents(dense, renumbered, range(len(order)), times)
         return {order[c] for c in backward if c >= 0}
     top = order[-1] + 1 if order else 0
-    pending = array("q", bytes(8 * top))
-    row_start = array("q", bytes(8 * (top + 1)))
-    for dst, srcs in deps.items():
-        pending[dst] = len(srcs)
-        for src in srcs:
-            row_start[src + 1] += 1
-    for node in range(top):
-        row_start[node + 1] += row_start[node]
-    successors = array("q", bytes(8 * row_start[top]))
-    filled = array("q", row_start[:top])
-    for dst, srcs in deps.items():
-        for src in srcs:
-            successors[filled[src]] = dst
-            filled[src] += 1
-    del filled
+    pending, row_start, successors = dense_rows(deps, top)
     get = start_us.get
     ready = [(_time(get(n)), n) for n in order if pending[n] == 0]
     heapq.heapify(ready)
