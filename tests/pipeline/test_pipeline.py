@@ -21,11 +21,13 @@ def assert_perfetto_json(path: Path, ranks: int) -> None:
     events = document["traceEvents"]
     assert isinstance(events, list) and events
     for event in events:
-        assert event["ph"] in ("X", "M") and "pid" in event and "name" in event
+        assert event["ph"] in ("X", "M", "s", "f") and "pid" in event and "name" in event
         if event["ph"] == "X":
             assert isinstance(event["ts"], (int, float)) and event["dur"] >= 0
             assert "tid" in event
-    simulated_pids = {e["pid"] for e in events if e["ph"] == "X" and isinstance(e["pid"], int)}
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    simulated_pids = {e["pid"] for e in events if e["ph"] == "X"
+                      and processes[e["pid"]].endswith("(simulated)")}  # fmt: skip
     assert simulated_pids == set(range(ranks))
 
 

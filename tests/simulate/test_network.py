@@ -54,8 +54,10 @@ def test_comparison_timeline_has_measured_processes() -> None:
     engine = Engine([build_graph([first, second])])
     engine.run()
     events = chrome_trace(engine, compare=True)["traceEvents"]
-    measured = [e for e in events if e["pid"] == "rank 0 measured" and e["ph"] == "X"]
-    simulated = [e for e in events if e["pid"] == 0 and e["ph"] == "X"]
+    pids = {e["args"]["name"]: e["pid"] for e in events if e["name"] == "process_name"}
+    ops = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]  # not the critical path
+    measured = [e for e in ops if e["pid"] == pids["rank 0 (measured)"]]
+    simulated = [e for e in ops if e["pid"] == pids["rank 0 (simulated)"]]
     assert [(e["ts"], e["dur"]) for e in measured] == [(0, 10), (12, 5)]
     assert [(e["ts"], e["dur"]) for e in simulated] == [(0, 10), (10, 5)]
 

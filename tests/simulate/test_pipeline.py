@@ -74,7 +74,12 @@ def test_cli_json_timeline_and_bad_input(tmp_path: Path) -> None:
     ranks = json.loads(result.stdout)["ranks"]
     assert ranks[0]["simulated_makespan_us"] > 0 and ranks[0]["measured_makespan_us"] > 0
     events = json.loads(timeline.read_text())["traceEvents"]
-    assert sum(1 for e in events if e["ph"] == "X") == ranks[0]["nodes"]
+    # every node in one slice of the simulated process (an op with its later segments)
+    shown = [e["args"]["node_id"] for e in events if e["ph"] == "X" and e["cat"] == "op"
+             and e["pid"] == 0]  # fmt: skip
+    shown += [i for e in events if e["ph"] == "X" and e["cat"] == "op" and e["pid"] == 0
+              for i in e["args"].get("segment_ids", ())]  # fmt: skip
+    assert len(shown) == len(set(shown)) == ranks[0]["nodes"]
     bad = tmp_path / "bad.et"
     from chakra.et import GlobalMetadata, Node, write_et
 

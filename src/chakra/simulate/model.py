@@ -64,6 +64,11 @@ class SimGraph(msgspec.Struct):
     #: what a what-if multiplied each recorded duration by (None: nothing scaled); a
     #: collective's measured wait for its last member is not scaled, its transfer is
     duration_factor: Optional[array] = None
+    #: for the timeline's call stacks: each node's parent op id (its first ``ctrl_deps``,
+    #: -1 for none), and node index -> the op id of a later segment of a host op's own
+    #: time (``segment_of``); None for graphs built without them
+    parent_id: Optional[array] = None
+    segment_of: Optional[dict[int, int]] = None
 
     def recorded(self, node: int) -> tuple[float, float, float]:
         """What a meeting needs of a communication node: its duration, its measured start
@@ -73,7 +78,7 @@ class SimGraph(msgspec.Struct):
 
 
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
-                   "duration_ns", "runs_on_host"})  # fmt: skip
+                   "duration_ns", "runs_on_host", "segment_of"})  # fmt: skip
 _COMM_TYPE_VALUES = frozenset(int(t) for t in COMM_TYPES)  # plain ints: faster to look up
 
 
@@ -94,12 +99,14 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
     resource_index: dict[tuple, int] = {}
     comm: dict[int, CommKey] = {}
     group_count: dict[str, int] = {}
+    parent_id, segment_of = array("q"), {}
     # the pass allocates no reference cycles: the collector would only rescan the nodes
     collecting = gc.isenabled()
     gc.disable()
     try:
         _read_nodes(nodes, serialize_gpu, ids, names, durations, measured, resource,
-                    resource_index, deps, dep_start, comm, group_count)  # fmt: skip
+                    resource_index, deps, dep_start, comm, group_count, parent_id,
+                    segment_of)  # fmt: skip
     except Exception:
         repeated = repeated_id_error(rank, ids)
         if repeated is not None:  # checked node by node, the repeat would have been met first
@@ -108,8 +115,10 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
     finally:
         if collecting:
             gc.enable()
-    return assemble_graph(rank, ids, names, durations, measured, resource, resource_index,
-                          deps, dep_start, comm)  # fmt: skip
+    graph = assemble_graph(rank, ids, names, durations, measured, resource, resource_index,
+                           deps, dep_start, comm)  # fmt: skip
+    graph.parent_id, graph.segment_of = parent_id, segment_of
+    return graph
 
 
 def assemble_graph(rank: int, ids: array, names: list[str], durations: array, measured: array,
@@ -157,12 +166,14 @@ def _repeated(rank: int, ids: array, position: int) -> SimulationError:
 def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: list[str],
                 durations: array, measured: array, resource: array,
                 resource_index: dict[tuple, int], deps: array, dep_start: array,
-                comm: dict[int, CommKey], group_count: dict[str, int]) -> None:  # fmt: skip
+                comm: dict[int, CommKey], group_count: dict[str, int], parent_id: array,
+                segment_of: dict[int, int]) -> None:  # fmt: skip
     """The per-node pass of :func:`build_graph`: appends to every array it is given."""
     ids_append, names_append, durations_append = ids.append, names.append, durations.append
     measured_append, resource_append = measured.append, resource.append
     deps_fromlist, dep_start_append = deps.fromlist, dep_start.append
     read, comm_types, coll = _READ, _COMM_TYPE_VALUES, int(NodeType.COMM_COLL_NODE)
+    parent_append = parent_id.append
     for position, node in enumerate(nodes):
         ids_append(node.id)
         names_append(node.name)
@@ -186,6 +197,8 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
                     stream = attr.int64_val or _value(attr)
                 elif name == "device":
                     device = attr.int64_val or _value(attr)
+                elif name == "segment_of":
+                    segment_of[position] = attr.int64_val or _value(attr)
                 else:  # the communication attributes
                     if values is None:
                         values = {}
@@ -209,6 +222,8 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
             if slot is None:
                 slot = resource_index[key] = len(resource_index)
             resource_append(slot)
+        ctrl = node.ctrl_deps
+        parent_append(ctrl[0] if ctrl else -1)
         deps_fromlist(node.data_deps[:])  # as for attr: faster than extend(container)
         dep_start_append(len(deps))
         node_type = node.type

@@ -14,6 +14,7 @@ from chakra.simulate.astra_graph import build_astra_graph
 from chakra.simulate.astra_network import AstraRing
 from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph, SimulationError, build_graph
+from chakra.simulate.timeline import chrome_trace as chrome_trace  # re-exported
 
 GraphBuilder = Callable[[Iterable[Any], int], SimGraph]
 
@@ -56,46 +57,3 @@ def simulate_astra_files(paths: Sequence[PathLike], ring: AstraRing) -> AstraEng
     engine = AstraEngine([load_astra_graph(p, rank) for rank, p in enumerate(paths)], ring)
     engine.run()
     return engine
-
-
-def chrome_trace(engine: Engine, compare: bool = False) -> dict[str, Any]:
-    """The simulated schedule as a Chrome/Perfetto trace: a process per rank, a track per
-    host thread and GPU stream, times in microseconds. ``compare`` adds, for each rank, a
-    process "rank R measured" with the measured schedule, aligned on the same origin."""
-    events: list[dict[str, Any]] = []
-    if compare:
-        events += _measured_events(engine)
-    for r, graph in enumerate(engine.graphs):
-        labels = [" ".join(map(str, key)) for key in graph.resources]
-        for tid, label in enumerate(labels):
-            events.append({"ph": "M", "name": "thread_name", "pid": graph.rank, "tid": tid,
-                           "args": {"name": label}})  # fmt: skip
-        for i in range(len(graph.ids)):
-            resource = graph.resource[i]
-            events.append({
-                "ph": "X", "name": graph.names[i], "pid": graph.rank,
-                "tid": resource if resource >= 0 else len(labels),
-                "ts": engine.start[r][i], "dur": engine.end[r][i] - engine.start[r][i],
-                "args": {"node_id": graph.ids[i]},
-            })  # fmt: skip
-    return {"traceEvents": events, "displayTimeUnit": "ms"}
-
-
-def _measured_events(engine: Engine) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    for r, graph in enumerate(engine.graphs):
-        measured = [s for s in graph.measured_start_us if s >= 0]
-        if not measured:
-            continue
-        shift = min(engine.start[r]) - min(measured)
-        pid = f"rank {graph.rank} measured"
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": pid}})
-        for i, start in enumerate(graph.measured_start_us):
-            if start < 0:
-                continue
-            resource = graph.resource[i]
-            tid = " ".join(map(str, graph.resources[resource])) if resource >= 0 else "none"
-            events.append({"ph": "X", "name": graph.names[i], "pid": pid, "tid": tid,
-                           "ts": start + shift, "dur": graph.duration_us[i],
-                           "args": {"node_id": graph.ids[i]}})  # fmt: skip
-    return events

@@ -1,0 +1,398 @@
+"""The simulated (and measured) schedule as a Chrome/Perfetto JSON trace.
+
+Per rank, a process "rank R (simulated)" and, with ``compare``, a process "rank R
+(measured)", aligned on the same origin. A track per host thread ("thread 123") and GPU
+stream ("stream 7", "device 1 stream 7" when the rank uses more than one device); nodes that
+hold no resource (``[delay]``, ``[end]``) are packed onto "no resource N" tracks so that they
+do not overlap; the simulated process also has a "critical path" track
+(:func:`chakra.simulate.analysis.critical_chain`).
+
+Host ops are shown whole: an op and the later segments of its own time (``segment_of``) are
+one slice, extended over its children on the same thread (``ctrl_deps``), so that a
+thread's track is a call stack; ``segments=True`` shows every node as its own slice.
+
+Every track is properly nested: a slice that starts inside another ends inside it. Times are
+rounded to whole nanoseconds first. Measured starts are whole microseconds
+(``start_time_micros``) while durations are exact (``duration_ns``), so neighbours can seem
+to overlap by less than a microsecond: a slice that starts less than
+:data:`START_RESOLUTION_US` before the end of the slice it would overlap starts at that end
+instead (``args.moved_ns`` says by how much), and any other slice that would overlap its
+enclosing slice's end is cut there (``args.cut_ns``).
+
+Flows (``ph`` ``s``/``f``, category ``flow``) on the simulated processes show the
+dependency edges between resources, named by kind: ``launch`` (host op -> GPU op), ``stream
+order`` (GPU op -> GPU op on the same stream), ``event wait`` (GPU op -> GPU op on another
+stream), ``host sync`` (GPU op -> host op), ``inter-thread`` (host op -> host op on another
+thread), seen through nodes that hold no resource; and ``collective``, from the last member
+to arrive at a collective (or send/recv) to each other member, across ranks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import msgspec
+
+from chakra.simulate.analysis import critical_chain
+from chakra.simulate.engine import Engine
+from chakra.simulate.meeting import START_RESOLUTION_US
+from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph
+
+#: Flow kinds, by (source on a stream, target on a stream, same resource).
+FLOW_KINDS = ("launch", "stream order", "event wait", "host sync", "inter-thread", "collective")
+_START_RESOLUTION_NS = round(START_RESOLUTION_US * 1000)
+
+
+class Slice(msgspec.Struct, frozen=True):
+    """One complete event: ``node`` (index) stands for ``members`` (itself and the later
+    segments of its op), on track ``tid``, from ``begin_ns`` to ``end_ns``."""
+
+    tid: int
+    begin_ns: int
+    end_ns: int
+    node: int
+    members: tuple[int, ...] = ()
+    cut_ns: int = 0
+    moved_ns: int = 0
+
+
+def chrome_trace(engine: Engine, compare: bool = False, segments: bool = False) -> dict[str, Any]:
+    """The trace of ``engine`` after ``run()`` (a JSON-ready dict; times in µs with
+    nanosecond precision). ``compare`` adds the measured processes; ``segments`` shows
+    each node as its own slice instead of whole ops. Linear in nodes and edges, plus a sort
+    per track."""
+    events: list[dict[str, Any]] = []
+    ranks = [graph.rank for graph in engine.graphs]
+    base = max(ranks, default=-1) + 1
+    for r, graph in enumerate(engine.graphs):
+        start, end = engine.start[r], engine.end[r]
+        spans = [(_ns(start[i]), _ns(end[i])) for i in range(len(graph.ids))]
+        events += _process(graph, graph.rank, "simulated", spans, segments)
+        events += _critical_track(engine, r, spans)
+    if compare:
+        for r, graph in enumerate(engine.graphs):
+            spans = _measured_spans(engine, r)
+            if spans is not None:
+                events += _process(graph, base + graph.rank, "measured", spans, segments)
+    events += _flows(engine)
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def _ns(us: float) -> int:
+    return round(us * 1000)
+
+
+def _us(ns: int) -> float:
+    return ns / 1000
+
+
+def track_label(key: tuple, devices: int) -> str:
+    """A resource's track name: "thread 123", "stream 7" (or "device 1 stream 7" when the
+    rank has ``devices`` > 1), "gpu slot"."""
+    if key[0] == "thread":
+        return f"thread {key[1]}"
+    if key[0] == "slot":
+        return f"{key[1]} slot"
+    return f"device {key[1]} stream {key[2]}" if devices > 1 else f"stream {key[2]}"
+
+
+def _measured_spans(engine: Engine, r: int) -> Optional[list[tuple[int, int]]]:
+    """Measured (begin, end) ns per node, shifted onto the simulated origin; (-1, -1) for a
+    node without a measured start; None when no node has one."""
+    graph = engine.graphs[r]
+    known = [s for s in graph.measured_start_us if s >= 0]
+    if not known or not len(engine.start[r]):
+        return None
+    shift = min(engine.start[r]) - min(known)
+    factors = graph.duration_factor
+    spans = []
+    for i, s in enumerate(graph.measured_start_us):
+        if s < 0:
+            spans.append((-1, -1))
+            continue
+        duration = graph.duration_us[i]
+        if factors is not None and factors[i]:  # a what-if's factor: show what was measured
+            duration /= factors[i]
+        spans.append((_ns(s + shift), _ns(s + shift + duration)))
+    return spans
+
+
+def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, int]],
+             segments: bool) -> list[dict[str, Any]]:  # fmt: skip
+    """Metadata and slices of one process (a rank's simulated or measured schedule)."""
+    name = f"rank {graph.rank} ({kind})"
+    events = [
+        {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}},
+        {
+            "ph": "M",
+            "name": "process_sort_index",
+            "pid": pid,
+            "args": {"sort_index": 2 * graph.rank + (kind == "measured")},
+        },
+    ]
+    devices = len({key[1] for key in graph.resources if key[0] == "stream"})
+    for k, key in enumerate(graph.resources):
+        events += _thread_meta(pid, k, track_label(key, devices))
+    slices = whole_ops(graph, spans) if not segments else _single(graph, spans)
+    slices, lanes = _pack_unheld(slices, len(graph.resources))
+    for lane in range(lanes):
+        events += _thread_meta(pid, len(graph.resources) + lane, f"no resource {lane}")
+    for piece in nest(slices):
+        events.append(_slice_event(graph, pid, piece))
+    return events
+
+
+def _thread_meta(pid: int, tid: int, name: str) -> list[dict[str, Any]]:
+    return [
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}},
+        {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+         "args": {"sort_index": tid}},
+    ]  # fmt: skip
+
+
+def _slice_event(graph: SimGraph, pid: int, piece: Slice) -> dict[str, Any]:
+    args: dict[str, Any] = {"node_id": graph.ids[piece.node]}
+    if len(piece.members) > 1:
+        args["segment_ids"] = [graph.ids[m] for m in piece.members if m != piece.node]
+    if piece.cut_ns:
+        args["cut_ns"] = piece.cut_ns
+    if piece.moved_ns:
+        args["moved_ns"] = piece.moved_ns
+    return {"ph": "X", "cat": "op", "name": graph.names[piece.node], "pid": pid,
+            "tid": piece.tid, "ts": _us(piece.begin_ns),
+            "dur": _us(piece.end_ns - piece.begin_ns), "args": args}  # fmt: skip
+
+
+def _single(graph: SimGraph, spans: Sequence[tuple[int, int]]) -> list[Slice]:
+    resource = graph.resource
+    return [Slice(resource[i], b, e, i, (i,)) for i, (b, e) in enumerate(spans) if b >= 0]
+
+
+def whole_ops(graph: SimGraph, spans: Sequence[tuple[int, int]]) -> list[Slice]:
+    """One slice per op: a node with the later segments of its op, spanning them and every
+    child op on the same resource (transitively). Nodes with ``spans`` begin < 0 are left
+    out. Tid = resource index (NO_RESOURCE for nodes that hold none)."""
+    position = {node_id: i for i, node_id in enumerate(graph.ids)}
+    leader = list(range(len(graph.ids)))
+    for i, op_id in (graph.segment_of or {}).items():
+        leader[i] = position.get(op_id, i)
+    members: dict[int, list[int]] = defaultdict(list)
+    begin, end = {}, {}
+    for i, (b, e) in enumerate(spans):
+        if b < 0:
+            continue
+        head = leader[i]
+        members[head].append(i)
+        begin[head] = min(begin.get(head, b), b)
+        end[head] = max(end.get(head, e), e)
+    parent = _same_resource_parents(graph, leader, position)
+    for head in _deepest_first(parent, list(members)):
+        up = parent[head]
+        if up >= 0 and up in begin:
+            begin[up] = min(begin[up], begin[head])
+            end[up] = max(end[up], end[head])
+    resource = graph.resource
+    return [Slice(resource[head], begin[head], end[head], head, tuple(nodes))
+            for head, nodes in members.items()]  # fmt: skip
+
+
+def _same_resource_parents(graph: SimGraph, leader: list[int],
+                           position: dict[int, int]) -> list[int]:  # fmt: skip
+    """Each op leader's parent op leader when both hold the same resource, else -1."""
+    parent = [-1] * len(leader)
+    if graph.parent_id is None:
+        return parent
+    resource = graph.resource
+    for i, pid in enumerate(graph.parent_id):
+        if pid < 0 or leader[i] != i:
+            continue
+        up = position.get(pid)
+        if up is None:
+            continue
+        up = leader[up]
+        if up != i and resource[up] == resource[i] != NO_RESOURCE:
+            parent[i] = up
+    return parent
+
+
+def _deepest_first(parent: list[int], nodes: list[int]) -> list[int]:
+    """``nodes`` ordered by depth in the ``parent`` forest, deepest first (no recursion; a
+    parent cycle, which a valid graph cannot have, counts as the root)."""
+    depth: dict[int, int] = {}
+    for node in nodes:
+        chain, at = [], node
+        while at >= 0 and at not in depth and at not in chain:
+            chain.append(at)
+            at = parent[at]
+        level = depth.get(at, -1) if at >= 0 else -1
+        for step in reversed(chain):
+            level += 1
+            depth[step] = level
+    return sorted(nodes, key=lambda n: -depth[n])
+
+
+def _pack_unheld(slices: list[Slice], first_lane: int) -> tuple[list[Slice], int]:
+    """Slices of nodes that hold no resource spread over lanes ``first_lane``, ... so that
+    none overlaps another on its lane; returns the slices and the number of lanes."""
+    held = [s for s in slices if s.tid != NO_RESOURCE]
+    unheld = sorted((s for s in slices if s.tid == NO_RESOURCE),
+                    key=lambda s: (s.begin_ns, s.end_ns, s.node))  # fmt: skip
+    lane_end: list[int] = []
+    for piece in unheld:
+        lane = next((k for k, e in enumerate(lane_end) if e <= piece.begin_ns), len(lane_end))
+        if lane == len(lane_end):
+            lane_end.append(piece.end_ns)
+        lane_end[lane] = piece.end_ns
+        held.append(msgspec.structs.replace(piece, tid=first_lane + lane))
+    return held, len(lane_end)
+
+
+def nest(slices: Sequence[Slice]) -> list[Slice]:
+    """``slices`` adjusted so that on each track every slice that starts inside another ends
+    inside it (see the module docstring). Sorted by track, begin, longest first. A moved
+    start can change the order: passes repeat until one changes nothing (in practice two)."""
+    out = list(slices)
+    for _ in range(8):
+        out, changed = _nest_pass(out)
+        if not changed:
+            break
+    return out
+
+
+def _nest_pass(slices: Sequence[Slice]) -> tuple[list[Slice], bool]:
+    out: list[Slice] = []
+    ordered = sorted(slices, key=lambda s: (s.tid, s.begin_ns, -s.end_ns, s.node))
+    stack: list[Slice] = []
+    changed = False
+    for piece in ordered:
+        if stack and stack[-1].tid != piece.tid:
+            stack = []
+        while stack:
+            top = stack[-1]
+            if top.end_ns <= piece.begin_ns:
+                stack.pop()
+            elif piece.end_ns <= top.end_ns:
+                break
+            elif top.end_ns - piece.begin_ns < _START_RESOLUTION_NS:  # a rounded start
+                stack.pop()
+                moved = top.end_ns - piece.begin_ns + piece.moved_ns
+                piece = msgspec.structs.replace(piece, begin_ns=top.end_ns, moved_ns=moved)
+                changed = True
+            else:
+                cut = piece.end_ns - top.end_ns
+                piece = msgspec.structs.replace(piece, end_ns=top.end_ns, cut_ns=piece.cut_ns + cut)
+                changed = True
+                break
+        stack.append(piece)
+        out.append(piece)
+    return out, changed
+
+
+def _critical_track(engine: Engine, r: int, spans: Sequence[tuple[int, int]]) -> list[dict]:
+    """The simulated process's "critical path" track: the chain's nodes, first to last."""
+    graph = engine.graphs[r]
+    chain = critical_chain(engine, r)
+    if not chain:
+        return []
+    tid = len(graph.resources) + len(graph.ids) + 1  # after every possible lane
+    events = _thread_meta(graph.rank, tid, "critical path")
+    events[1]["args"]["sort_index"] = -1
+    last = -1
+    for node in reversed(chain):
+        begin, end = spans[node]
+        begin = max(begin, last)  # consecutive on the chain: never overlapping
+        end = max(end, begin)
+        last = end
+        events.append({"ph": "X", "cat": "critical_path", "name": graph.names[node],
+                       "pid": graph.rank, "tid": tid, "ts": _us(begin), "dur": _us(end - begin),
+                       "args": {"node_id": graph.ids[node]}})  # fmt: skip
+    return events
+
+
+def edge_kind(source: tuple, target: tuple, same: bool) -> Optional[str]:
+    """The flow kind of a dependency from a node on resource ``source`` to one on
+    ``target`` (resource keys); None for program order on one thread."""
+    on_gpu = source[0] != "thread", target[0] != "thread"
+    if on_gpu == (False, True):
+        return "launch"
+    if on_gpu == (True, False):
+        return "host sync"
+    if on_gpu == (True, True):
+        return "stream order" if same else "event wait"
+    return None if same else "inter-thread"
+
+
+def _flows(engine: Engine) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for r, graph in enumerate(engine.graphs):
+        for source, target, kind in _edges(graph):
+            events += _flow(len(events), kind, (graph.rank, graph.resource[source],
+                            _mid(engine, r, source)),
+                            (graph.rank, graph.resource[target],
+                             _mid(engine, r, target)))  # fmt: skip
+    for last, other in _meetings(engine):
+        events += _flow(len(events), "collective", last, other)
+    return events
+
+
+def _mid(engine: Engine, r: int, node: int) -> int:
+    return (_ns(engine.start[r][node]) + _ns(engine.end[r][node])) // 2
+
+
+def _flow(count: int, kind: str, source: tuple, target: tuple) -> list[dict[str, Any]]:
+    flow_id = count // 2 + 1
+    (spid, stid, sts), (tpid, ttid, tts) = source, target
+    return [
+        {"ph": "s", "id": flow_id, "cat": "flow", "name": kind, "pid": spid, "tid": stid,
+         "ts": _us(sts)},
+        {"ph": "f", "bp": "e", "id": flow_id, "cat": "flow", "name": kind, "pid": tpid,
+         "tid": ttid, "ts": _us(tts)},
+    ]  # fmt: skip
+
+
+def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
+    """(source, target, kind) of the dependencies between resources, a node that holds no
+    resource standing for its own dependencies (transitively)."""
+    resource, keys = graph.resource, graph.resources
+    preds, start = graph.preds, graph.pred_start
+    out = []
+    for node in range(len(graph.ids)):
+        if resource[node] == NO_RESOURCE:
+            continue
+        seen: set[int] = set()
+        todo = list(preds[start[node]:start[node + 1]])  # fmt: skip
+        while todo:
+            pred = todo.pop()
+            if pred in seen:
+                continue
+            seen.add(pred)
+            if resource[pred] == NO_RESOURCE:
+                todo += preds[start[pred]:start[pred + 1]]  # fmt: skip
+                continue
+            same = resource[pred] == resource[node]
+            kind = edge_kind(keys[resource[pred]], keys[resource[node]], same)
+            if kind is not None:
+                out.append((pred, node, kind))
+    return out
+
+
+def _meetings(engine: Engine) -> list[tuple[tuple, tuple]]:
+    """(last arrival, other member) as (pid, tid, ns) pairs for every cross-rank meeting."""
+    met: dict[CommKey, list[tuple[int, int]]] = defaultdict(list)
+    for r, graph in enumerate(engine.graphs):
+        for node, key in graph.comm.items():
+            met[key].append((r, node))
+    out = []
+    for members in met.values():
+        if len(members) < 2:
+            continue
+        last = max(members, key=lambda m: (engine.start[m[0]][m[1]], m))
+        where = [(engine.graphs[r].rank, engine.graphs[r].resource[n], _mid(engine, r, n))
+                 for r, n in (last, *members)]  # fmt: skip
+        if where[0][1] == NO_RESOURCE:
+            continue
+        out += [(where[0], w) for m, w in zip(members, where[1:])
+                if m != last and w[1] != NO_RESOURCE]  # fmt: skip
+    return out
