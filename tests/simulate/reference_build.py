@@ -24,7 +24,7 @@ def _attrs(node: Any) -> dict[str, Any]:
 
 
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
-                   "duration_ns"})  # fmt: skip
+                   "duration_ns", "segment_of"})  # fmt: skip
 
 
 def _resource_key(values: dict[str, Any], serialize_gpu: bool) -> Optional[tuple]:
@@ -60,6 +60,7 @@ def reference_build_graph(
     raw_deps: list[Any] = []
     comm: dict[int, CommKey] = {}
     group_count: dict[str, int] = {}
+    parent_id, segment_of = array("q"), {}
     for position, node in enumerate(nodes):
         if node.id in index_of:
             raise SimulationError(f"rank {rank}: node id {node.id} appears twice")
@@ -77,6 +78,11 @@ def reference_build_graph(
         else:
             resource.append(resource_index.setdefault(key, len(resource_index)))
         raw_deps.append(list(node.data_deps))
+        parents = list(node.ctrl_deps)
+        parent_id.append(parents[0] if parents and parents[0] < 1 << 63 else -1)
+        op_id = values.get("segment_of")
+        if type(op_id) is int:
+            segment_of[position] = op_id
         if node.type in COMM_TYPES:
             pg = str(values.get("pg_name") or "")
             comm_type = values.get("comm_type")
@@ -105,4 +111,4 @@ def reference_build_graph(
     preds, pred_start = _csr(pred_rows)
     succs, succ_start = _csr(succ_rows)
     return SimGraph(rank, ids, names, durations, resource, resources, preds, pred_start,
-                    succs, succ_start, measured, comm)  # fmt: skip
+                    succs, succ_start, measured, comm, None, parent_id, segment_of)  # fmt: skip

@@ -28,6 +28,7 @@ from chakra.simulate.csr import (
 
 COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 NO_RESOURCE = -1
+_MAX_ID = (1 << 63) - 1  # ids are kept as int64
 
 
 class SimulationError(ChakraError):
@@ -198,7 +199,11 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
                 elif name == "device":
                     device = attr.int64_val or _value(attr)
                 elif name == "segment_of":
-                    segment_of[position] = attr.int64_val or _value(attr)
+                    op_id = _value(attr)
+                    if op_id.__class__ is int:  # not a bool, nor any other kind
+                        segment_of[position] = op_id
+                    else:  # the last one counts, as for every attribute
+                        segment_of.pop(position, None)
                 else:  # the communication attributes
                     if values is None:
                         values = {}
@@ -223,7 +228,7 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
                 slot = resource_index[key] = len(resource_index)
             resource_append(slot)
         ctrl = node.ctrl_deps
-        parent_append(ctrl[0] if ctrl else -1)
+        parent_append(ctrl[0] if ctrl and ctrl[0] <= _MAX_ID else -1)
         deps_fromlist(node.data_deps[:])  # as for attr: faster than extend(container)
         dep_start_append(len(deps))
         node_type = node.type
