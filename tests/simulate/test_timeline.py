@@ -13,6 +13,7 @@ import pytest
 
 from chakra.et import EtReader
 from chakra.pipeline import RankFiles, run_pipeline
+from chakra.simulate.run import chrome_trace, simulate_files
 from chakra.simulate.timeline import Slice, nest
 from chakra.synth import SynthOptions, generate_job
 from tests.simulate.timeline_checks import flows, improperly_nested, names
@@ -126,3 +127,13 @@ def test_nest_moves_rounded_starts_and_cuts_the_rest() -> None:
     # a child that overruns its parent by more than the rounding is cut at its end
     parent, child = Slice(0, 0, 10_000, 0), Slice(0, 2_000, 12_000, 1)
     assert nest([parent, child]) == [parent, Slice(0, 2_000, 10_000, 1, cut_ns=2_000)]
+
+
+def test_segments_show_every_node(job: tuple[list[dict[str, Any]], Path]) -> None:
+    _, out = job
+    engine = simulate_files([out / "workload.0.et", out / "workload.1.et"])
+    events = chrome_trace(engine, segments=True)["traceEvents"]
+    ops = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]
+    assert len(ops) == sum(len(graph.ids) for graph in engine.graphs)
+    assert improperly_nested(events) == []
+    assert names(events, "process_name") == {0: "rank 0 (simulated)", 1: "rank 1 (simulated)"}

@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --timeline: add the measured schedule beside the simulated one",
     )
+    parser.add_argument(
+        "--timeline-segments",
+        action="store_true",
+        help="with --timeline: a slice per node (each segment of a host op's own time) "
+        "instead of one per op",
+    )
     add_log_level_option(parser)
     return parser  # fmt: skip
 
@@ -122,7 +128,7 @@ def _simulate(args: argparse.Namespace) -> None:
     paths = [critical_path(engine, r) for r in range(len(results))]
     if args.timeline is not None:
         with atomic_output(args.timeline, text=True) as out:
-            json.dump(chrome_trace(engine, args.compare), out)
+            json.dump(chrome_trace(engine, args.compare, args.timeline_segments), out)
     if args.plot is not None:
         plot_utilisation(engine, args.plot)
     applied = [{"rule": rule.text, "nodes": count} for rule, count in zip(rules, counts)]

@@ -313,8 +313,9 @@ def _critical_track(engine: Engine, r: int, spans: Sequence[tuple[int, int]]) ->
 
 def edge_kind(source: tuple, target: tuple, same: bool) -> Optional[str]:
     """The flow kind of a dependency from a node on resource ``source`` to one on
-    ``target`` (resource keys); None for program order on one thread."""
-    on_gpu = source[0] != "thread", target[0] != "thread"
+    ``target`` (resource keys; ASTRA-sim's gpu and comm slots count as streams); None for
+    program order on one thread."""
+    on_gpu = not _on_host(source), not _on_host(target)
     if on_gpu == (False, True):
         return "launch"
     if on_gpu == (True, False):
@@ -322,6 +323,10 @@ def edge_kind(source: tuple, target: tuple, same: bool) -> Optional[str]:
     if on_gpu == (True, True):
         return "stream order" if same else "event wait"
     return None if same else "inter-thread"
+
+
+def _on_host(key: tuple) -> bool:
+    return key[0] == "thread" or key == ("slot", "cpu")  # ASTRA-sim's model: a cpu slot
 
 
 def _flows(engine: Engine) -> list[dict[str, Any]]:
