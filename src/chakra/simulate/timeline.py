@@ -19,12 +19,7 @@ to overlap by less than a microsecond: a slice that starts less than
 instead (``args.moved_ns`` says by how much), and any other slice that would overlap its
 enclosing slice's end is cut there (``args.cut_ns``).
 
-Flows (``ph`` ``s``/``f``, category ``flow``) on the simulated processes show the
-dependency edges between resources, named by kind: ``launch`` (host op -> GPU op), ``stream
-order`` (GPU op -> GPU op on the same stream), ``event wait`` (GPU op -> GPU op on another
-stream), ``host sync`` (GPU op -> host op), ``inter-thread`` (host op -> host op on another
-thread), seen through nodes that hold no resource; and ``collective``, from the last member
-to arrive at a collective (or send/recv) to each other member, across ranks.
+Flows between tracks and across ranks: :mod:`chakra.simulate.timeline_flows`.
 """
 
 from __future__ import annotations
@@ -38,10 +33,9 @@ import msgspec
 from chakra.simulate.analysis import critical_chain
 from chakra.simulate.engine import Engine
 from chakra.simulate.meeting import START_RESOLUTION_US
-from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph
+from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.timeline_flows import flow_events, to_ns, to_us
 
-#: Flow kinds, by (source on a stream, target on a stream, same resource).
-FLOW_KINDS = ("launch", "stream order", "event wait", "host sync", "inter-thread", "collective")
 _START_RESOLUTION_NS = round(START_RESOLUTION_US * 1000)
 
 
@@ -68,7 +62,7 @@ def chrome_trace(engine: Engine, compare: bool = False, segments: bool = False) 
     base = max(ranks, default=-1) + 1
     for r, graph in enumerate(engine.graphs):
         start, end = engine.start[r], engine.end[r]
-        spans = [(_ns(start[i]), _ns(end[i])) for i in range(len(graph.ids))]
+        spans = [(to_ns(start[i]), to_ns(end[i])) for i in range(len(graph.ids))]
         events += _process(graph, graph.rank, "simulated", spans, segments)
         events += _critical_track(engine, r, spans)
     if compare:
@@ -76,16 +70,8 @@ def chrome_trace(engine: Engine, compare: bool = False, segments: bool = False) 
             spans = _measured_spans(engine, r)
             if spans is not None:
                 events += _process(graph, base + graph.rank, "measured", spans, segments)
-    events += _flows(engine)
+    events += flow_events(engine)
     return {"traceEvents": events, "displayTimeUnit": "ms"}
-
-
-def _ns(us: float) -> int:
-    return round(us * 1000)
-
-
-def _us(ns: int) -> float:
-    return ns / 1000
 
 
 def track_label(key: tuple, devices: int) -> str:
@@ -115,7 +101,7 @@ def _measured_spans(engine: Engine, r: int) -> Optional[list[tuple[int, int]]]:
         duration = graph.duration_us[i]
         if factors is not None and factors[i]:  # a what-if's factor: show what was measured
             duration /= factors[i]
-        spans.append((_ns(s + shift), _ns(s + shift + duration)))
+        spans.append((to_ns(s + shift), to_ns(s + shift + duration)))
     return spans
 
 
@@ -161,8 +147,8 @@ def _slice_event(graph: SimGraph, pid: int, piece: Slice) -> dict[str, Any]:
     if piece.moved_ns:
         args["moved_ns"] = piece.moved_ns
     return {"ph": "X", "cat": "op", "name": graph.names[piece.node], "pid": pid,
-            "tid": piece.tid, "ts": _us(piece.begin_ns),
-            "dur": _us(piece.end_ns - piece.begin_ns), "args": args}  # fmt: skip
+            "tid": piece.tid, "ts": to_us(piece.begin_ns),
+            "dur": to_us(piece.end_ns - piece.begin_ns), "args": args}  # fmt: skip
 
 
 def _single(graph: SimGraph, spans: Sequence[tuple[int, int]]) -> list[Slice]:
@@ -306,98 +292,6 @@ def _critical_track(engine: Engine, r: int, spans: Sequence[tuple[int, int]]) ->
         end = max(end, begin)
         last = end
         events.append({"ph": "X", "cat": "critical_path", "name": graph.names[node],
-                       "pid": graph.rank, "tid": tid, "ts": _us(begin), "dur": _us(end - begin),
+                       "pid": graph.rank, "tid": tid, "ts": to_us(begin), "dur": to_us(end - begin),
                        "args": {"node_id": graph.ids[node]}})  # fmt: skip
     return events
-
-
-def edge_kind(source: tuple, target: tuple, same: bool) -> Optional[str]:
-    """The flow kind of a dependency from a node on resource ``source`` to one on
-    ``target`` (resource keys; ASTRA-sim's gpu and comm slots count as streams); None for
-    program order on one thread."""
-    on_gpu = not _on_host(source), not _on_host(target)
-    if on_gpu == (False, True):
-        return "launch"
-    if on_gpu == (True, False):
-        return "host sync"
-    if on_gpu == (True, True):
-        return "stream order" if same else "event wait"
-    return None if same else "inter-thread"
-
-
-def _on_host(key: tuple) -> bool:
-    return key[0] == "thread" or key == ("slot", "cpu")  # ASTRA-sim's model: a cpu slot
-
-
-def _flows(engine: Engine) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    for r, graph in enumerate(engine.graphs):
-        for source, target, kind in _edges(graph):
-            events += _flow(len(events), kind, (graph.rank, graph.resource[source],
-                            _mid(engine, r, source)),
-                            (graph.rank, graph.resource[target],
-                             _mid(engine, r, target)))  # fmt: skip
-    for last, other in _meetings(engine):
-        events += _flow(len(events), "collective", last, other)
-    return events
-
-
-def _mid(engine: Engine, r: int, node: int) -> int:
-    return (_ns(engine.start[r][node]) + _ns(engine.end[r][node])) // 2
-
-
-def _flow(count: int, kind: str, source: tuple, target: tuple) -> list[dict[str, Any]]:
-    flow_id = count // 2 + 1
-    (spid, stid, sts), (tpid, ttid, tts) = source, target
-    return [
-        {"ph": "s", "id": flow_id, "cat": "flow", "name": kind, "pid": spid, "tid": stid,
-         "ts": _us(sts)},
-        {"ph": "f", "bp": "e", "id": flow_id, "cat": "flow", "name": kind, "pid": tpid,
-         "tid": ttid, "ts": _us(tts)},
-    ]  # fmt: skip
-
-
-def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
-    """(source, target, kind) of the dependencies between resources, a node that holds no
-    resource standing for its own dependencies (transitively)."""
-    resource, keys = graph.resource, graph.resources
-    preds, start = graph.preds, graph.pred_start
-    out = []
-    for node in range(len(graph.ids)):
-        if resource[node] == NO_RESOURCE:
-            continue
-        seen: set[int] = set()
-        todo = list(preds[start[node]:start[node + 1]])  # fmt: skip
-        while todo:
-            pred = todo.pop()
-            if pred in seen:
-                continue
-            seen.add(pred)
-            if resource[pred] == NO_RESOURCE:
-                todo += preds[start[pred]:start[pred + 1]]  # fmt: skip
-                continue
-            same = resource[pred] == resource[node]
-            kind = edge_kind(keys[resource[pred]], keys[resource[node]], same)
-            if kind is not None:
-                out.append((pred, node, kind))
-    return out
-
-
-def _meetings(engine: Engine) -> list[tuple[tuple, tuple]]:
-    """(last arrival, other member) as (pid, tid, ns) pairs for every cross-rank meeting."""
-    met: dict[CommKey, list[tuple[int, int]]] = defaultdict(list)
-    for r, graph in enumerate(engine.graphs):
-        for node, key in graph.comm.items():
-            met[key].append((r, node))
-    out = []
-    for members in met.values():
-        if len(members) < 2:
-            continue
-        last = max(members, key=lambda m: (engine.start[m[0]][m[1]], m))
-        where = [(engine.graphs[r].rank, engine.graphs[r].resource[n], _mid(engine, r, n))
-                 for r, n in (last, *members)]  # fmt: skip
-        if where[0][1] == NO_RESOURCE:
-            continue
-        out += [(where[0], w) for m, w in zip(members, where[1:])
-                if m != last and w[1] != NO_RESOURCE]  # fmt: skip
-    return out

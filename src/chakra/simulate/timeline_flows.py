@@ -1,0 +1,125 @@
+"""Flow arrows of the timeline (:mod:`chakra.simulate.timeline`): the dependency edges
+between resources of a simulated run, as Chrome trace flow events.
+
+Flows (``ph`` ``s``/``f``, category ``flow``) on the simulated processes show the
+dependency edges between resources, named by kind: ``launch`` (host op -> GPU op), ``stream
+order`` (GPU op -> GPU op on the same stream), ``event wait`` (GPU op -> GPU op on another
+stream), ``host sync`` (GPU op -> host op), ``inter-thread`` (host op -> host op on another
+thread), seen through nodes that hold no resource; and ``collective``, from the last member
+to arrive at a collective (or send/recv) to each other member, across ranks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Optional
+
+from chakra.simulate.engine import Engine
+from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph
+
+#: The flow kinds, as the events name them.
+FLOW_KINDS = ("launch", "stream order", "event wait", "host sync", "inter-thread", "collective")
+
+
+def to_ns(us: float) -> int:
+    """Microseconds to whole nanoseconds."""
+    return round(us * 1000)
+
+
+def to_us(ns: int) -> float:
+    """Nanoseconds to (fractional) microseconds, as Chrome traces count time."""
+    return ns / 1000
+
+
+def edge_kind(source: tuple, target: tuple, same: bool) -> Optional[str]:
+    """The flow kind of a dependency from a node on resource ``source`` to one on
+    ``target`` (resource keys; ASTRA-sim's gpu and comm slots count as streams); None for
+    program order on one thread."""
+    on_gpu = not _on_host(source), not _on_host(target)
+    if on_gpu == (False, True):
+        return "launch"
+    if on_gpu == (True, False):
+        return "host sync"
+    if on_gpu == (True, True):
+        return "stream order" if same else "event wait"
+    return None if same else "inter-thread"
+
+
+def _on_host(key: tuple) -> bool:
+    return key[0] == "thread" or key == ("slot", "cpu")  # ASTRA-sim's model: a cpu slot
+
+
+def flow_events(engine: Engine) -> list[dict[str, Any]]:
+    """The ``s``/``f`` event pairs of every flow of ``engine`` (after ``run()``); a rank's
+    simulated process has pid = its rank, a resource's track tid = its index."""
+    events: list[dict[str, Any]] = []
+    for r, graph in enumerate(engine.graphs):
+        for source, target, kind in _edges(graph):
+            events += _flow(len(events), kind, (graph.rank, graph.resource[source],
+                            _mid(engine, r, source)),
+                            (graph.rank, graph.resource[target],
+                             _mid(engine, r, target)))  # fmt: skip
+    for last, other in _meetings(engine):
+        events += _flow(len(events), "collective", last, other)
+    return events
+
+
+def _mid(engine: Engine, r: int, node: int) -> int:
+    return (to_ns(engine.start[r][node]) + to_ns(engine.end[r][node])) // 2
+
+
+def _flow(count: int, kind: str, source: tuple, target: tuple) -> list[dict[str, Any]]:
+    flow_id = count // 2 + 1
+    (spid, stid, sts), (tpid, ttid, tts) = source, target
+    return [
+        {"ph": "s", "id": flow_id, "cat": "flow", "name": kind, "pid": spid, "tid": stid,
+         "ts": to_us(sts)},
+        {"ph": "f", "bp": "e", "id": flow_id, "cat": "flow", "name": kind, "pid": tpid,
+         "tid": ttid, "ts": to_us(tts)},
+    ]  # fmt: skip
+
+
+def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
+    """(source, target, kind) of the dependencies between resources, a node that holds no
+    resource standing for its own dependencies (transitively)."""
+    resource, keys = graph.resource, graph.resources
+    preds, start = graph.preds, graph.pred_start
+    out = []
+    for node in range(len(graph.ids)):
+        if resource[node] == NO_RESOURCE:
+            continue
+        seen: set[int] = set()
+        todo = list(preds[start[node]:start[node + 1]])  # fmt: skip
+        while todo:
+            pred = todo.pop()
+            if pred in seen:
+                continue
+            seen.add(pred)
+            if resource[pred] == NO_RESOURCE:
+                todo += preds[start[pred]:start[pred + 1]]  # fmt: skip
+                continue
+            same = resource[pred] == resource[node]
+            kind = edge_kind(keys[resource[pred]], keys[resource[node]], same)
+            if kind is not None:
+                out.append((pred, node, kind))
+    return out
+
+
+def _meetings(engine: Engine) -> list[tuple[tuple, tuple]]:
+    """(last arrival, other member) as (pid, tid, ns) pairs for every cross-rank meeting."""
+    met: dict[CommKey, list[tuple[int, int]]] = defaultdict(list)
+    for r, graph in enumerate(engine.graphs):
+        for node, key in graph.comm.items():
+            met[key].append((r, node))
+    out = []
+    for members in met.values():
+        if len(members) < 2:
+            continue
+        last = max(members, key=lambda m: (engine.start[m[0]][m[1]], m))
+        where = [(engine.graphs[r].rank, engine.graphs[r].resource[n], _mid(engine, r, n))
+                 for r, n in (last, *members)]  # fmt: skip
+        if where[0][1] == NO_RESOURCE:
+            continue
+        out += [(where[0], w) for m, w in zip(members, where[1:])
+                if m != last and w[1] != NO_RESOURCE]  # fmt: skip
+    return out
