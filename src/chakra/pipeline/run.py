@@ -14,7 +14,8 @@ Output folder layout::
                            and the views (:mod:`chakra.views`): temporal breakdown, overlap,
                            top kernels, stream idle time by cause, typed critical path
     timeline.json          simulated (and measured) schedule, Chrome/Perfetto JSON
-    utilisation.png        GPU stream utilisation over time, simulated vs measured
+    utilisation.png        busy fraction of each host thread and GPU stream over time,
+                           simulated beside measured, one µs axis for every rank
 
 Inputs and the output folder may be URLs (``s3://bucket/job/``, ``file:///shared/job``, any
 fsspec protocol; see :mod:`chakra.fileio.location`), read and written by whichever process
