@@ -10,9 +10,12 @@ Output folder layout::
                            the job has process groups (--comm-group-configuration)
     rank<r>.report.json    that rank's link and convert reports (for resuming)
     report.json            per rank: link coverage, conversion counts, simulated vs measured,
-                           model-only makespan and error, unexplained time on the critical path
+                           model-only makespan and error, unexplained time on the critical path,
+                           and the views (:mod:`chakra.views`): temporal breakdown, overlap,
+                           top kernels, stream idle time by cause, typed critical path
     timeline.json          simulated (and measured) schedule, Chrome/Perfetto JSON
-    utilisation.png        GPU stream utilisation over time, simulated vs measured
+    utilisation.png        busy fraction of each host thread and GPU stream over time,
+                           simulated beside measured, one µs axis for every rank
 
 Inputs and the output folder may be URLs (``s3://bucket/job/``, ``file:///shared/job``, any
 fsspec protocol; see :mod:`chakra.fileio.location`), read and written by whichever process
@@ -44,6 +47,7 @@ from chakra.ranks import Agreement, agree_files, rewrite_files
 from chakra.simulate.analysis import critical_path
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_files
+from chakra.views import rank_views
 
 logger = logging.getLogger(__name__)
 
@@ -225,9 +229,11 @@ def run_pipeline(
         write_comm_groups(groups, agreement.groups)
     engine = simulate_files(ets)
     results: list[RankResult] = rank_results(engine, explain=True)
+    views = rank_views(engine)
     for r, (entry, result) in enumerate(zip(prepared, results)):
         entry["simulation"] = msgspec.to_builtins(result)
         entry["critical_path"] = [list(item) for item in critical_path(engine, r)]
+        entry["views"] = msgspec.to_builtins(views[r])
     timeline = join(output_dir, "timeline.json")
     with atomic_output(timeline, text=True) as out:
         json.dump(chrome_trace(engine, compare=True), out)

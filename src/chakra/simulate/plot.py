@@ -1,66 +1,171 @@
-"""``chakra_sim --plot``: utilisation of each GPU stream over time, measured vs simulated."""
+"""Pictures of a run: busy fraction over time of every host thread and GPU stream, simulated
+and measured side by side on one time axis (µs) shared by all ranks
+(``chakra_sim --plot``, the pipeline's ``utilisation.png``); and the makespans of each rank,
+measured, replayed, model-only and what-if, as grouped bars.
+
+Figures are built with :class:`matplotlib.figure.Figure` (no pyplot state), returned by the
+``*_figure`` functions so that callers and tests can inspect them before saving."""
 
 from __future__ import annotations
 
-from array import array
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import numpy as np
 
 from chakra.errors import ChakraError, PathLike
 from chakra.simulate.engine import Engine
-from chakra.simulate.model import NO_RESOURCE
+from chakra.simulate.model import SimGraph
+from chakra.simulate.result import RankResult
 
 BINS = 200
+#: Height of a resource's band in a utilisation panel (1: bands touch).
+BAND = 0.85
+TIME_LABEL = "time since the job's first start (µs)"
+
+
+def busy_before(edges: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Total busy time of the intervals ``starts[i]:ends[i]`` before each of ``edges``:
+    sum over i of clip(edge - start, 0, end - start). Two sorts and two binary searches."""
+    begins, finishes = np.sort(starts), np.sort(ends)
+    begun = np.r_[0.0, np.cumsum(begins)]
+    finished = np.r_[0.0, np.cumsum(finishes)]
+    k_begun = np.searchsorted(begins, edges, "left")
+    k_done = np.searchsorted(finishes, edges, "left")
+    return (k_begun * edges - begun[k_begun]) - (k_done * edges - finished[k_done])
 
 
 def utilisation(starts: Any, ends: Any, nodes: list[int], origin: float, span: float) -> list:
-    """Busy fraction of one resource in each of ``BINS`` equal time bins."""
+    """Busy fraction of one resource in each of ``BINS`` equal time bins of ``span`` µs
+    from ``origin`` (nodes ``nodes`` of the parallel ``starts``/``ends``)."""
     width = span / BINS if span > 0 else 1.0
-    busy = array("d", [0.0]) * BINS
-    for node in nodes:
-        begin, end = starts[node] - origin, ends[node] - origin
-        first, last = int(begin // width), int(min(end, span - 1e-9) // width)
-        for b in range(max(first, 0), min(last, BINS - 1) + 1):
-            low, high = b * width, (b + 1) * width
-            busy[b] += max(0.0, min(end, high) - max(begin, low))
-    return [value / width for value in busy]
+    index = np.asarray(nodes, dtype=np.int64)
+    begin = np.asarray(starts, dtype=np.float64)[index] - origin
+    end = np.asarray(ends, dtype=np.float64)[index] - origin
+    edges = np.arange(BINS + 1, dtype=np.float64) * width
+    return (np.diff(busy_before(edges, begin, end)) / width).tolist()
+
+
+def resource_label(key: tuple) -> str:
+    """A resource key as the plots name it: ``thread 1``, ``stream 7`` (``d1 stream 7`` on
+    a device other than 0), ``gpu slot``."""
+    if key[0] == "thread":
+        return f"thread {key[1]}"
+    if key[0] == "slot":
+        return f"{key[1]} slot"
+    device = f"d{key[1]} " if key[1] else ""
+    return f"{device}stream {key[2]}"
+
+
+def _matplotlib_figure() -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ChakraError("--plot needs matplotlib: pip install matplotlib") from exc
+    return Figure
+
+
+def _measured(graph: SimGraph) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.frombuffer(graph.measured_start_us, dtype=np.float64)
+    return starts, starts + np.frombuffer(graph.duration_us, dtype=np.float64)
+
+
+def _panel(axis: Any, graph: SimGraph, starts: np.ndarray, ends: np.ndarray, origin: float,
+           span: float) -> None:  # fmt: skip
+    """One band per resource (threads first, then streams): its busy fraction per bin."""
+    resource = np.frombuffer(graph.resource, dtype=np.int64)
+    known = starts >= 0
+    keys = graph.resources
+    order = sorted(range(len(keys)), key=lambda k: (keys[k][0] != "thread", keys[k]))
+    centers = (np.arange(BINS) + 0.5) * (span / BINS)
+    for row, slot in enumerate(order):
+        key = graph.resources[slot]
+        nodes = np.flatnonzero((resource == slot) & known).tolist()
+        busy = np.asarray(utilisation(starts, ends, nodes, origin, span))
+        color = "tab:blue" if key[0] == "thread" or key == ("slot", "cpu") else "tab:orange"
+        axis.fill_between(centers, row, row + BAND * np.minimum(busy, 1.0), step="mid",
+                          color=color, linewidth=0)  # fmt: skip
+    axis.set_yticks([row + BAND / 2 for row in range(len(order))])
+    axis.set_yticklabels([resource_label(graph.resources[k]) for k in order], fontsize="small")
+    axis.set_ylim(0, max(len(order), 1))
+
+
+def utilisation_figure(engine: Engine) -> Any:
+    """A matplotlib Figure: one row per rank; a column of the simulated schedule and, when
+    the graphs carry measured starts, one of the measured schedule. In each panel every
+    host thread (blue) and GPU stream (orange) is a band whose height is its busy fraction
+    in each of ``BINS`` bins. Every panel shares one x axis: µs since the job's first start
+    (simulated: the first simulated start; measured: the first measured start of any
+    rank), up to the longer of the two spans."""
+    figure_type = _matplotlib_figure()
+    graphs = engine.graphs
+    simulated = [
+        (np.frombuffer(start, np.float64), np.frombuffer(end, np.float64))
+        for start, end in zip(engine.start, engine.end)
+    ]
+    measured = [_measured(graph) for graph in graphs]
+    columns = [("simulated", simulated)]
+    if any((starts >= 0).any() for starts, _ in measured):
+        columns.append(("measured", measured))
+    spans, origins = [], []
+    for _, schedules in columns:
+        firsts = [s[s >= 0].min() for s, _ in schedules if (s >= 0).any()]
+        lasts = [e[s >= 0].max() for s, e in schedules if (s >= 0).any()]
+        origins.append(min(firsts, default=0.0))
+        spans.append(max(lasts, default=0.0) - origins[-1])
+    span = max(max(spans), 1e-9)
+    rows = max(len(graph.resources) for graph in graphs) if graphs else 1
+    figure = figure_type(figsize=(7 * len(columns), (0.35 * rows + 1.2) * max(len(graphs), 1)))
+    axes = figure.subplots(max(len(graphs), 1), len(columns), squeeze=False, sharex=True)
+    for c, ((title, schedules), origin) in enumerate(zip(columns, origins)):
+        for r, graph in enumerate(graphs):
+            axis = axes[r][c]
+            starts, ends = schedules[r]
+            _panel(axis, graph, starts, ends, origin, span)
+            axis.set_title(f"rank {graph.rank} {title}", fontsize="medium")
+            axis.set_xlim(0, span)
+        axes[-1][c].set_xlabel(TIME_LABEL)
+    figure.suptitle("busy fraction of each host thread (blue) and GPU stream (orange)")
+    figure.tight_layout()
+    return figure
 
 
 def plot_utilisation(engine: Engine, path: PathLike) -> None:
-    """One panel per rank: each stream's utilisation over time, simulated (solid) and
-    measured (dashed, when the graph carries measured starts). Writes a PNG."""
-    try:
-        import matplotlib
+    """Write :func:`utilisation_figure` of ``engine`` to ``path`` (PNG)."""
+    utilisation_figure(engine).savefig(path, dpi=100)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ChakraError("--plot needs matplotlib: pip install matplotlib") from exc
-    figure, axes = plt.subplots(len(engine.graphs), 1, figsize=(10, 3 * len(engine.graphs)),
-                                squeeze=False)  # fmt: skip
-    for r, graph in enumerate(engine.graphs):
-        axis = axes[r][0]
-        start, end = engine.start[r], engine.end[r]
-        origin, span = min(start), max(end) - min(start)
-        measured = graph.measured_start_us
-        measured_end = array("d", (s + d for s, d in zip(measured, graph.duration_us)))
-        m_origin = min((s for s in measured if s >= 0), default=-1.0)
-        for k, key in enumerate(graph.resources):
-            if key[0] != "stream":
-                continue
-            nodes = [i for i, res in enumerate(graph.resource) if res == k and res != NO_RESOURCE]
-            label = f"stream {key[2]}"
-            line = axis.plot(utilisation(start, end, nodes, origin, span), label=label)
-            if m_origin >= 0:
-                timed = [i for i in nodes if measured[i] >= 0]
-                axis.plot(utilisation(measured, measured_end, timed, m_origin, span), "--",
-                          color=line[0].get_color())  # fmt: skip
-        axis.set_title(
-            f"rank {graph.rank}: GPU stream utilisation (solid simulated, dashed measured)"
-        )
-        axis.set_xlabel(f"time ({span / BINS:,.1f} us per bin)")
-        axis.set_ylim(0, 1.05)
-        if axis.get_legend_handles_labels()[0]:  # a CPU-only rank has no stream to name
-            axis.legend(loc="upper right", fontsize="small")
+
+def makespan_figure(results: Sequence[RankResult],
+                    what_if: Optional[Sequence[Optional[float]]] = None) -> Any:  # fmt: skip
+    """A matplotlib Figure: per rank, bars of its makespan (µs) measured, replayed
+    (simulated), model-only (``rank_results(..., explain=True)``) and under a what-if
+    (``what_if[r]``, e.g. ``chakra_sim --scale``'s makespans); a series is left out when
+    no rank has its value."""
+    figure_type = _matplotlib_figure()
+    extra = list(what_if) if what_if is not None else [None] * len(results)
+    series = [
+        ("measured", [r.measured_makespan_us for r in results]),
+        ("replay", [r.simulated_makespan_us for r in results]),
+        ("model-only", [r.model_only_makespan_us for r in results]),
+        ("what-if", extra),
+    ]
+    series = [(name, values) for name, values in series if any(v is not None for v in values)]
+    figure = figure_type(figsize=(max(4.0, 1.2 * len(results) + 2), 3.5))
+    axis = figure.subplots()
+    width = 0.8 / max(len(series), 1)
+    positions = np.arange(len(results), dtype=np.float64)
+    for k, (name, values) in enumerate(series):
+        heights = [np.nan if v is None else v for v in values]
+        axis.bar(positions + (k - (len(series) - 1) / 2) * width, heights, width, label=name)
+    axis.set_xticks(positions)
+    axis.set_xticklabels([f"rank {r.rank}" for r in results])
+    axis.set_ylabel("makespan (µs)")
+    axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    return figure
+
+
+def plot_makespans(results: Sequence[RankResult], path: PathLike,
+                   what_if: Optional[Sequence[Optional[float]]] = None) -> None:  # fmt: skip
+    """Write :func:`makespan_figure` to ``path`` (PNG)."""
+    makespan_figure(results, what_if).savefig(path, dpi=100)

@@ -1,0 +1,74 @@
+"""Analyses of a simulated (and, where it is cheap, the measured) schedule, as typed tables:
+the temporal breakdown, communication-computation overlap, top kernels, GPU stream idle
+time by cause and the typed critical path. Each is a pure function of an
+:class:`~chakra.simulate.engine.Engine` after ``run()``; :func:`rank_views` gathers them
+for one rank, as the pipeline writes them to ``report.json``."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import msgspec
+
+from chakra.simulate.engine import Engine
+from chakra.views.breakdown import (
+    KernelStat,
+    Overlap,
+    TemporalBreakdown,
+    kernel_breakdown,
+    overlap,
+    temporal_breakdown,
+)
+from chakra.views.critical import CriticalPath, PathSegment, typed_critical_path
+from chakra.views.idle import StreamIdle, meeting_begins, stream_idle
+from chakra.views.schedule import Schedule, measured_schedule, simulated_schedule
+
+
+class RankViews(msgspec.Struct, frozen=True):
+    """Every view of one rank. The ``measured_*`` fields: the same views of the measured
+    schedule (None when the graph has no measured starts). ``critical_path`` keeps its
+    ``top`` longest segments (in time order); ``critical_path_segments`` says how many
+    there were."""
+
+    rank: int
+    breakdown: TemporalBreakdown
+    overlap: Overlap
+    kernels: list[KernelStat]
+    stream_idle: list[StreamIdle]
+    critical_path: CriticalPath
+    critical_path_segments: int
+    measured_breakdown: Optional[TemporalBreakdown] = None
+    measured_overlap: Optional[Overlap] = None
+
+
+def _longest(path: CriticalPath, top: int) -> CriticalPath:
+    kept = sorted(path.segments, key=lambda s: s.end_us - s.start_us, reverse=True)[:top]
+    return msgspec.structs.replace(path, segments=sorted(kept, key=lambda s: s.start_us))
+
+
+def rank_views(engine: Engine, top: int = 10) -> list[RankViews]:
+    """:class:`RankViews` of every rank of ``engine`` (after ``run()``), ``top`` kernels and
+    critical-path segments each. Cost: a few array passes and sorts per rank, plus a walk
+    of each critical path."""
+    begins = meeting_begins(engine)
+    out = []
+    for r, graph in enumerate(engine.graphs):
+        simulated = simulated_schedule(engine, r)
+        measured = measured_schedule(graph)
+        path = typed_critical_path(engine, r)
+        out.append(RankViews(
+            graph.rank, temporal_breakdown(simulated), overlap(simulated),
+            kernel_breakdown(simulated, graph, top), stream_idle(engine, r, begins),
+            _longest(path, top), len(path.segments),
+            temporal_breakdown(measured) if measured is not None else None,
+            overlap(measured) if measured is not None else None,
+        ))  # fmt: skip
+    return out
+
+
+__all__ = [
+    "CriticalPath", "KernelStat", "Overlap", "PathSegment", "RankViews", "Schedule",
+    "StreamIdle", "TemporalBreakdown", "kernel_breakdown", "measured_schedule", "overlap",
+    "rank_views", "simulated_schedule", "stream_idle", "temporal_breakdown",
+    "typed_critical_path",
+]  # fmt: skip

@@ -1,0 +1,91 @@
+"""The simulated critical path, typed: each stretch classified by what bound it."""
+
+from __future__ import annotations
+
+import msgspec
+
+from chakra.simulate.analysis import DELAY, critical_chain
+from chakra.simulate.engine import Engine
+from chakra.simulate.model import NO_RESOURCE, SimGraph
+
+CPU, GPU, COMMUNICATION, LAUNCH = "cpu", "gpu", "communication", "launch"
+KINDS = (CPU, GPU, COMMUNICATION, LAUNCH)
+
+
+class PathSegment(msgspec.Struct, frozen=True):
+    """Consecutive critical-path nodes of one kind: ``kind`` one of :data:`KINDS`, the
+    stretch ``start_us``-``end_us``, its node count, and the id and name of its longest
+    node."""
+
+    kind: str
+    start_us: float
+    end_us: float
+    nodes: int
+    node_id: int
+    name: str
+
+
+class CriticalPath(msgspec.Struct, frozen=True):
+    """A rank's critical path (:func:`chakra.simulate.analysis.critical_chain`) in time
+    order, as segments, and the time of each kind (µs): ``cpu_us`` host ops (and
+    ``[delay]`` nodes before host ops, ``[idle]`` gaps on a thread), ``gpu_us`` GPU
+    compute, ``communication_us`` communication (with its wait for peers), ``launch_us``
+    ``[delay]`` nodes before a GPU node (launch latency). ``unattributed_us``: makespan
+    not on the path (the path starts after the rank's first node). The five sum to
+    ``makespan_us``."""
+
+    rank: int
+    makespan_us: float
+    cpu_us: float
+    gpu_us: float
+    communication_us: float
+    launch_us: float
+    unattributed_us: float
+    segments: list[PathSegment]
+
+
+def _on_gpu(graph: SimGraph, node: int) -> bool:
+    slot = graph.resource[node]
+    if slot == NO_RESOURCE:
+        return False
+    key = graph.resources[slot]
+    return key[0] == "stream" or key == ("slot", "gpu")
+
+
+def node_kind(graph: SimGraph, node: int) -> str:
+    """The :data:`KINDS` entry of one node: a ``[delay]`` is launch-bound when a GPU node
+    waits on it, CPU-bound otherwise."""
+    if node in graph.comm:
+        return COMMUNICATION
+    if graph.names[node] == DELAY:
+        succs = graph.succs
+        rows = range(graph.succ_start[node], graph.succ_start[node + 1])
+        return LAUNCH if any(_on_gpu(graph, succs[k]) for k in rows) else CPU
+    return GPU if _on_gpu(graph, node) else CPU
+
+
+def typed_critical_path(engine: Engine, rank: int = 0) -> CriticalPath:
+    """The :class:`CriticalPath` of the graph at position ``rank`` after ``engine.run()``."""
+    graph, start, end = engine.graphs[rank], engine.start[rank], engine.end[rank]
+    chain = critical_chain(engine, rank)[::-1]
+    totals = dict.fromkeys(KINDS, 0.0)
+    segments: list[PathSegment] = []
+    longest = 0.0
+    for node in chain:
+        kind, duration = node_kind(graph, node), end[node] - start[node]
+        totals[kind] += duration
+        last = segments[-1] if segments else None
+        if last is not None and last.kind == kind:
+            better = duration > longest
+            longest = max(longest, duration)
+            segments[-1] = PathSegment(kind, last.start_us, end[node], last.nodes + 1,
+                                       graph.ids[node] if better else last.node_id,
+                                       graph.names[node] if better else last.name)  # fmt: skip
+        else:
+            longest = duration
+            segments.append(PathSegment(kind, start[node], end[node], 1, graph.ids[node],
+                                        graph.names[node]))  # fmt: skip
+    makespan = (max(end) - min(start)) if len(start) else 0.0
+    unattributed = max(makespan - sum(totals.values()), 0.0)
+    return CriticalPath(graph.rank, makespan, totals[CPU], totals[GPU], totals[COMMUNICATION],
+                        totals[LAUNCH], unattributed, segments)  # fmt: skip

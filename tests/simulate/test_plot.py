@@ -1,0 +1,82 @@
+"""The plots: one µs time axis shared by every rank, threads and streams both, measured
+beside simulated; the makespan bars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chakra.simulate import Engine, build_graph, rank_results
+from chakra.simulate.plot import (
+    BINS,
+    busy_before,
+    makespan_figure,
+    plot_makespans,
+    plot_utilisation,
+    utilisation,
+    utilisation_figure,
+)
+from tests.simulate.test_engine import node
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def two_ranks(measured: bool = False) -> Engine:
+    # rank 0 ends at 40 us, rank 1 at 300 us
+    short = [node(1, 10), node(2, 30, (1,), stream=7)]
+    long = [node(1, 100), node(2, 200, (1,), stream=7)]
+    if measured:
+        for item, start in zip(short + long, (1000, 1010, 1000, 1100)):
+            item.start_time_micros = start
+    engine = Engine([build_graph(short, 0), build_graph(long, 1)])
+    engine.run()
+    return engine
+
+
+def test_busy_before_and_bins() -> None:
+    edges = np.array([0.0, 5.0, 15.0, 25.0, 40.0])
+    busy = busy_before(edges, np.array([20.0, 0.0]), np.array([30.0, 10.0]))
+    assert busy.tolist() == [0, 5, 10, 15, 20]
+    bins = utilisation([0.0, 60.0], [50.0, 80.0], [0], 0.0, 100.0)  # node 1 left out
+    assert bins == pytest.approx([1.0] * (BINS // 2) + [0.0] * (BINS // 2))
+
+
+def test_one_time_axis_in_us_for_every_rank(tmp_path: Path) -> None:
+    figure = utilisation_figure(two_ranks())
+    assert len(figure.axes) == 2  # no measured starts: the simulated column only
+    assert [axis.get_xlim() for axis in figure.axes] == [(0.0, 300.0)] * 2
+    assert "µs" in figure.axes[-1].get_xlabel()
+    labels = [[t.get_text() for t in axis.get_yticklabels()] for axis in figure.axes]
+    assert labels == [["thread 1", "stream 7"]] * 2
+    # rank 1's stream: idle for its first third, busy after
+    band = figure.axes[1].collections[1].get_paths()[0].vertices
+    assert band[:, 1].max() == pytest.approx(1 + 0.85)
+    out = tmp_path / "util.png"
+    plot_utilisation(two_ranks(), out)
+    assert out.read_bytes()[:8] == PNG
+
+
+def test_measured_beside_simulated() -> None:
+    figure = utilisation_figure(two_ranks(measured=True))
+    titles = [axis.get_title() for axis in figure.axes]
+    assert titles == ["rank 0 simulated", "rank 0 measured", "rank 1 simulated",
+                      "rank 1 measured"]  # fmt: skip
+    assert {axis.get_xlim() for axis in figure.axes} == {(0.0, 300.0)}
+
+
+def test_makespan_bars(tmp_path: Path) -> None:
+    engine = two_ranks(measured=True)
+    results = rank_results(engine, explain=True)
+    figure = makespan_figure(results, [20.0, 150.0])
+    axis = figure.axes[0]
+    assert axis.get_ylabel() == "makespan (µs)"
+    heights = [[bar.get_height() for bar in bars] for bars in axis.containers]
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == [
+        "measured", "replay", "model-only", "what-if"]  # fmt: skip
+    assert heights == [[40, 300], [40, 300], [40, 300], [20, 150]]
+    assert len(makespan_figure(rank_results(two_ranks())).axes[0].containers) == 1
+    out = tmp_path / "makespans.png"
+    plot_makespans(results, out)
+    assert out.read_bytes()[:8] == PNG
