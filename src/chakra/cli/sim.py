@@ -12,7 +12,7 @@ from typing import Optional
 import msgspec
 
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import ChakraError
+from chakra.errors import UsageError
 from chakra.fileio import atomic_output
 from chakra.ranks.files import simulate_agreed
 from chakra.simulate.analysis import ScaleRule, critical_path, log_reference_lines, scaled_graphs
@@ -107,7 +107,7 @@ def _replay(
         network = NetworkModel.parse(args.network) if args.network else None
         return simulate_agreed(args.paths, args.serialize_gpu), network, None
     if args.serialize_gpu:
-        raise ChakraError("--serialize-gpu: ASTRA-sim's model has one GPU slot per rank")
+        raise UsageError("--serialize-gpu: ASTRA-sim's model has one GPU slot per rank")
     network = NetworkModel.parse(args.network or DEFAULT_NETWORK)
     ring = AstraRing.from_network(network, len(args.paths))
     return simulate_astra_files(args.paths, ring), None, ring
