@@ -19,6 +19,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert import ConvertOptions, convert_file
 from chakra.convert.astra_sim import add_comm_groups, comm_groups_path
 from chakra.errors import ChakraError, UsageError
+from chakra.ingest.detect import TraceKind, require_kind
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,8 @@ def _convert(args: argparse.Namespace) -> None:
     target = getattr(args, "output", None) or args.output_filename
     if not source or not target:
         raise UsageError("missing --input/--output (or --input_filename/--output_filename)")
+    require_kind(source, (TraceKind.ET_PLUS, TraceKind.HOST_ET), "chakra_converter",
+                 "an ET+ (chakra_trace_link's output) or a host execution trace")  # fmt: skip
     options = ConvertOptions(gaps=not args.no_gaps, rank=args.rank,
                              process_group_metadata=args.process_group_metadata)  # fmt: skip
     report = convert_file(source, target, options)

@@ -12,6 +12,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import command_line
 from chakra.errors import UsageError
 from chakra.fileio.location import location, name_of
+from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link import LinkOptions
 from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.inputs import ranks_in_folders
@@ -90,6 +91,10 @@ def _ranks(args: argparse.Namespace) -> list[RankFiles]:
     if not (args.host_trace and args.device_trace):
         raise UsageError("give --host-trace and --device-trace, or --trace-dir, or "
                           "--host-dir and --device-dir")  # fmt: skip
+    require_kind(args.host_trace, (TraceKind.HOST_ET, TraceKind.ET_PLUS), "chakra_pipeline",
+                 "a host execution trace as --host-trace")  # fmt: skip
+    require_kind(args.device_trace, (TraceKind.KINETO,), "chakra_pipeline",
+                 "a Kineto trace as --device-trace")  # fmt: skip
     return [RankFiles(0, args.host_trace, args.device_trace)]
 
 

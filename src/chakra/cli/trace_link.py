@@ -17,6 +17,7 @@ from typing import Optional
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
 from chakra.fileio import atomic_output
+from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
 from chakra.link.model import LinkOptions, LinkReport
 from chakra.link.report import render_table, report_as_dict
@@ -109,6 +110,10 @@ def _link_one(args: argparse.Namespace) -> None:
                ("--output-file", args.output_file)) if not value]  # fmt: skip
     if missing:
         raise UsageError(f"missing {', '.join(missing)} (or use --host-dir/--device-dir)")
+    require_kind(args.device_trace, (TraceKind.KINETO,), "chakra_trace_link",
+                 "a Kineto trace as --chakra-device-trace")  # fmt: skip
+    require_kind(args.host_trace, (TraceKind.HOST_ET, TraceKind.ET_PLUS), "chakra_trace_link",
+                 "a host execution trace as --chakra-host-trace")  # fmt: skip
     options, coverage = _options(args)
     report: LinkReport = link_files(args.host_trace, args.device_trace, args.output_file,
                                     options, coverage, args.rank)  # fmt: skip
