@@ -50,3 +50,13 @@ class EtFormatError(TraceFormatError):
 
 class AttributeKindError(ChakraError):
     """An attribute holds a value of a kind its reader cannot accept (e.g. a string for an int)."""
+
+
+class UsageError(ChakraError):
+    """The command line asks for something impossible (a missing or conflicting option): the
+    tools report it as argparse does, with their usage line and exit status 2."""
+
+
+class WrongTraceKindError(TraceFormatError):
+    """A file holds another kind of trace than the one asked for (e.g. a Kineto trace given
+    where a Chakra ET is read)."""

@@ -16,8 +16,8 @@ from chakra.synth import SynthOptions, generate_job
 
 
 def converter(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_converter"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    command = [sys.executable, "-m", "chakra.cli.converter", *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -51,27 +51,36 @@ def test_validate_flag(et_plus: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_no_arguments_prints_help_and_exits_0() -> None:
+def test_no_arguments_prints_help_as_a_usage_error() -> None:
     result = converter()
-    assert result.returncode == 0 and "PyTorch" in result.stdout
+    assert result.returncode == 2 and "PyTorch" in result.stderr and not result.stdout
+    assert result.stderr.splitlines()[-1] == (
+        "chakra_converter: error: choose a conversion: PyTorch or Text"
+    )
+
+
+def test_unreadable_workload_is_one_line() -> None:
+    result = converter("Text", "--input", "missing_w.txt", "--output", "o", "--num-npus", "2",
+                       "--num-passes", "1")  # fmt: skip
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("chakra_converter: error: cannot read missing_w.txt")
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
-    [(["Text", "--input", "missing_w.txt", "--output", "o", "--num-npus", "2",
-       "--num-passes", "1"], "cannot read missing_w.txt"),
-     (["--input_type", "Text", "--input_filename", "w", "--output_filename", "o"],
+    [(["--input_type", "Text", "--input_filename", "w", "--output_filename", "o"],
       "Text conversion needs --num-npus and --num-passes"),
      (["--input_type", "PyTorch"], "missing --input/--output"),
      (["--input_type", "Caffe", "--input_filename", "a", "--output_filename", "b"],
       "choose a conversion: PyTorch or Text")],
 )  # fmt: skip
-def test_usage_errors_are_one_line(args: list, expected: str) -> None:
+def test_usage_errors_exit_2_after_the_usage_line(args: list, expected: str) -> None:
     result = converter(*args)
-    assert result.returncode == 1
-    assert result.stderr.splitlines() == [
-        f"chakra_converter: error: {expected}" + result.stderr.splitlines()[0].split(expected, 1)[1]
-    ]
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("usage: chakra_converter") and "Traceback" not in result.stderr
+    assert lines[-1].startswith(f"chakra_converter: error: {expected}")
 
 
 def test_simulate_prints_simulated_and_measured_makespans(et_plus: Path, tmp_path: Path) -> None:
@@ -83,7 +92,7 @@ def test_simulate_prints_simulated_and_measured_makespans(et_plus: Path, tmp_pat
 
 
 BAD = {
-    "kineto.json": ({"traceEvents": []}, "missing required field `nodes`"),
+    "kineto.json": ({"traceEvents": []}, "this is a Kineto trace; chakra_converter wants an ET+"),
     "empty_nodes.json": ({"schema": "1.0.1", "nodes": []}, "holds no nodes"),
     "repeat.json": ({"schema": "s", "nodes": [{"id": 1, "name": "a", "ts": 1},
                                               {"id": 1, "name": "b", "ts": 2}]},

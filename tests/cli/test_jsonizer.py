@@ -14,8 +14,8 @@ from tests.et.samples import BAD_INPUT_NAMES, bad_inputs
 
 
 def jsonizer(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_jsonizer"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.jsonizer"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 def test_writes_one_json_document(tmp_path: Path) -> None:

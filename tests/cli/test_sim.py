@@ -14,8 +14,8 @@ from tests.simulate.test_analysis import delay_graph
 
 
 def sim(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_sim"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.sim"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 @pytest.fixture
@@ -93,14 +93,17 @@ def test_astra_sim_resources(et_file: Path) -> None:
 
 
 def test_astra_sim_resources_reject_serialize_gpu_and_switches(et_file: Path) -> None:
-    for options, message in (
-        (["--serialize-gpu"], "--serialize-gpu: ASTRA-sim's model has one GPU slot per rank"),
-        (["--network", "switch:10:1"], "--resources astra-sim: the network must be a ring "
-                                       "(as run.py's), not switch"),
-    ):  # fmt: skip
-        result = sim(str(et_file), "--resources", "astra-sim", *options)
-        assert result.returncode == 1
-        assert result.stderr.splitlines() == [f"chakra_sim: error: {message}"]
+    conflict = sim(str(et_file), "--resources", "astra-sim", "--serialize-gpu")
+    assert conflict.returncode == 2  # a usage error, after the usage line
+    assert conflict.stderr.splitlines()[-1] == (
+        "chakra_sim: error: --serialize-gpu: ASTRA-sim's model has one GPU slot per rank"
+    )
+    result = sim(str(et_file), "--resources", "astra-sim", "--network", "switch:10:1")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "chakra_sim: error: --resources astra-sim: the network must be a ring (as run.py's), "
+        "not switch"
+    ]
 
 
 def test_help_documents_the_resource_models() -> None:

@@ -12,8 +12,8 @@ import pytest
 
 
 def trace_info(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_trace_info"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.trace_info"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 def test_summarises_each_kind(shared_traces: Path) -> None:

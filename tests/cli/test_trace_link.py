@@ -15,8 +15,8 @@ from chakra.synth import SynthOptions, generate_job
 
 
 def trace_link(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_trace_link"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.trace_link"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +132,10 @@ def test_damaged_kineto(job: Path, tmp_path: Path, damage: str) -> None:
     assert not out.exists()
 
 
-def test_missing_arguments(tmp_path: Path) -> None:
-    one_line_failure(trace_link("--output-file", str(tmp_path / "o.json")),
-                     "missing --chakra-host-trace, --chakra-device-trace")  # fmt: skip
+def test_missing_arguments_are_a_usage_error(tmp_path: Path) -> None:
+    result = trace_link("--output-file", str(tmp_path / "o.json"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0].startswith("usage: chakra_trace_link")
+    assert result.stderr.splitlines()[-1].startswith(
+        "chakra_trace_link: error: missing --chakra-host-trace, --chakra-device-trace"
+    )

@@ -40,9 +40,9 @@ def test_profiler_names_pair_by_rank(profiler_named_job: Path) -> None:
 
 
 def test_the_pipeline_runs_on_profiler_names(profiler_named_job: Path, tmp_path: Path) -> None:
-    script = Path(sys.executable).parent / "chakra_pipeline"
+    script = [sys.executable, "-m", "chakra.cli.pipeline"]
     out = tmp_path / "out"
-    result = subprocess.run([str(script), "--trace-dir", str(profiler_named_job),
+    result = subprocess.run([*script, "--trace-dir", str(profiler_named_job),
                              "--output-dir", str(out)],
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -59,8 +59,8 @@ def test_parallel_paths_equal_the_serial_run(traces: Path, serial: Path, tmp_pat
 
 def test_killed_batch_finishes_only_the_missing_ranks(traces: Path, serial: Path,
                                                       tmp_path: Path) -> None:  # fmt: skip
-    script = Path(sys.executable).parent / "chakra_pipeline"
-    command = [str(script), "--trace-dir", str(traces), "--output-dir", str(tmp_path),
+    script = [sys.executable, "-m", "chakra.cli.pipeline"]
+    command = [*script, "--trace-dir", str(traces), "--output-dir", str(tmp_path),
                "-j", "2", "--no-plot"]  # fmt: skip
     # its own process group, so that the kill takes its worker processes down with it
     batch = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -46,9 +46,9 @@ def test_linear_one_rank(shared_traces: Path, tmp_path: Path) -> None:
 
 def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
     generate_job(SynthOptions(seed=3, ranks=4, ops_per_step=70, gzip=True), tmp_path / "traces")
-    script = Path(sys.executable).parent / "chakra_pipeline"
+    script = [sys.executable, "-m", "chakra.cli.pipeline"]
     out = tmp_path / "out"
-    result = subprocess.run([str(script), "--trace-dir", str(tmp_path / "traces"),
+    result = subprocess.run([*script, "--trace-dir", str(tmp_path / "traces"),
                              "--output-dir", str(out), "-j", "2", "--et-prefix", "step"],
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -63,7 +63,7 @@ def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
         f" --comm-group-configuration={out}/step.comm_groups.json --system-configuration="
         "SYSTEM.json --network-configuration=NETWORK.yml --remote-memory-configuration=MEMORY.json"
     )
-    bad = subprocess.run([str(script), "--trace-dir", str(tmp_path / "traces"), "--output-dir",
+    bad = subprocess.run([*script, "--trace-dir", str(tmp_path / "traces"), "--output-dir",
                           str(tmp_path / "bad"), "--et-prefix", "a/b"],
                          capture_output=True, text=True, check=False)  # fmt: skip
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
@@ -82,8 +82,8 @@ def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
 def test_missing_kineto_file_is_a_clear_error(tmp_path: Path) -> None:
     generate_job(SynthOptions(seed=3, ranks=2, ops_per_step=70), tmp_path / "traces")
     (tmp_path / "traces" / "rank1.kineto.json").unlink()
-    script = Path(sys.executable).parent / "chakra_pipeline"
-    result = subprocess.run([str(script), "--trace-dir", str(tmp_path / "traces"),
+    script = [sys.executable, "-m", "chakra.cli.pipeline"]
+    result = subprocess.run([*script, "--trace-dir", str(tmp_path / "traces"),
                              "--output-dir", str(tmp_path / "out")],
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert result.returncode == 1

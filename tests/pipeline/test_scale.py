@@ -110,8 +110,8 @@ def test_cli_reports_reused_ranks_and_no_resume(
 ) -> None:
     out = tmp_path / "out"
     shutil.copytree(serial, out)
-    script = Path(sys.executable).parent / "chakra_pipeline"
-    command = [str(script), "--trace-dir", str(job[0].host.parent), "--output-dir", str(out),
+    script = [sys.executable, "-m", "chakra.cli.pipeline"]
+    command = [*script, "--trace-dir", str(job[0].host.parent), "--output-dir", str(out),
                "--no-plot", "--max-memory", "0.5"]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr

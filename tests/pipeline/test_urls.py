@@ -131,9 +131,9 @@ def test_dask_cluster_sharing_memory_reads_and_writes_urls(
 def test_file_urls_through_the_cli_in_worker_processes(
     local_job: Path, local_run: Path, tmp_path: Path
 ) -> None:
-    script = Path(sys.executable).parent / "chakra_pipeline"
+    script = [sys.executable, "-m", "chakra.cli.pipeline"]
     out = f"file://{tmp_path}/out"
-    result = subprocess.run([str(script), "--trace-dir", f"file://{local_job}",
+    result = subprocess.run([*script, "--trace-dir", f"file://{local_job}",
                              "--output-dir", out, "-j", "2", "--no-plot"],
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -104,8 +104,8 @@ def test_legacy_job_meets_across_ranks_and_validates(tmp_path: Path) -> None:
 
 
 def validate(*paths: Path) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_validate"
-    return subprocess.run([str(script), *map(str, paths)], capture_output=True, text=True,
+    script = [sys.executable, "-m", "chakra.cli.validate"]
+    return subprocess.run([*script, *map(str, paths)], capture_output=True, text=True,
                           check=False)  # fmt: skip
 
 

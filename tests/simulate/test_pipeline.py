@@ -57,8 +57,8 @@ def test_synthetic_two_ranks_are_explained_by_their_graph(tmp_path: Path) -> Non
 
 
 def sim(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_sim"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.sim"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 def test_cli_json_timeline_and_bad_input(tmp_path: Path) -> None:

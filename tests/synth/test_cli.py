@@ -10,8 +10,8 @@ from tests.synth.conftest import load_json
 
 
 def synth(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_synth"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.synth"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 def test_writes_a_valid_job(tmp_path: Path) -> None:

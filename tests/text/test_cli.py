@@ -13,8 +13,8 @@ MICRO = "MICRO\n1\nallreduce -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1048576 5\n"
 
 
 def converter(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_converter"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.converter"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 def test_both_interfaces_write_the_same_files(tmp_path: Path) -> None:

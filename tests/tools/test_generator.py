@@ -23,10 +23,8 @@ UNRUNNABLE = ["one_metadata_node_all_types", "BARRIER", "one_comm_recv_node"]
 
 
 def generator(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_generator"
-    return subprocess.run(
-        [str(script), *args], capture_output=True, text=True, check=False, cwd=cwd
-    )
+    script = [sys.executable, "-m", "chakra.cli.generator"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False, cwd=cwd)
 
 
 @pytest.mark.parametrize("all_families", [False, True])

@@ -24,8 +24,8 @@ callback,sys->id=1,tick=2000,node->id=7,node->name=aten::add, alpha=1
 
 
 def timeline_cli(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_timeline_visualizer"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.timeline_visualizer"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 def write_log(tmp_path: Path, text: str) -> Path:

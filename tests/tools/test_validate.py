@@ -13,8 +13,8 @@ from chakra.tools.validate import check_file, cross_rank_mismatches
 
 
 def validate(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_validate"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False)
+    script = [sys.executable, "-m", "chakra.cli.validate"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False)
 
 
 def coll(node_id: int, comm_type: int, size: int, pg: str = "1", deps: tuple = ()) -> Node:

@@ -17,10 +17,8 @@ from chakra.tools.visualize import Selection, dot_quote, visualize
 
 
 def visualizer(*args: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "chakra_visualizer"
-    return subprocess.run(
-        [str(script), *args], capture_output=True, text=True, check=False, env=env
-    )
+    script = [sys.executable, "-m", "chakra.cli.visualizer"]
+    return subprocess.run([*script, *args], capture_output=True, text=True, check=False, env=env)
 
 
 @pytest.fixture

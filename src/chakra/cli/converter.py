@@ -18,7 +18,8 @@ from typing import Optional
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert import ConvertOptions, convert_file
 from chakra.convert.astra_sim import add_comm_groups, comm_groups_path
-from chakra.errors import ChakraError
+from chakra.errors import ChakraError, UsageError
+from chakra.ingest.detect import TraceKind, require_kind
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     pytorch.add_argument("--output", required=True, help=".et file to write (.gz compresses)")
     _add_pytorch_options(pytorch)
     text = commands.add_parser("Text", help="ASTRA-sim text workload -> <output>.<npu>.et")
-    for flag in ("--input", "--output"):
-        text.add_argument(flag, required=True)
-    for flag in ("--num-npus", "--num-passes"):
-        text.add_argument(flag, type=int, required=True)
+    text.add_argument("--input", required=True, help="ASTRA-sim text workload (.txt)")
+    text.add_argument("--output", required=True,
+                      help="output prefix: writes <output>.<npu>.et for every NPU")  # fmt: skip
+    text.add_argument("--num-npus", type=int, required=True, help="NPUs to write a file for")
+    text.add_argument("--num-passes", type=int, required=True,
+                      help="training passes (iterations) to unroll")  # fmt: skip
     return parser
 
 
@@ -79,9 +82,9 @@ def _convert_text(args: argparse.Namespace) -> None:
     source = getattr(args, "input", None) or args.input_filename
     prefix = getattr(args, "output", None) or args.output_filename
     if not source or not prefix:
-        raise ChakraError("missing --input/--output (or --input_filename/--output_filename)")
+        raise UsageError("missing --input/--output (or --input_filename/--output_filename)")
     if args.num_npus is None or args.num_passes is None:
-        raise ChakraError("Text conversion needs --num-npus and --num-passes (or --num_npus "
+        raise UsageError("Text conversion needs --num-npus and --num-passes (or --num_npus "
                           "and --num_passes)")  # fmt: skip
     paths = convert_text(source, prefix, args.num_npus, args.num_passes)
     logger.info("wrote %d files: %s ... %s", len(paths), paths[0], paths[-1])
@@ -97,11 +100,13 @@ def _convert(args: argparse.Namespace) -> None:
         _convert_text(args)
         return
     if kind != "PyTorch":
-        raise ChakraError("choose a conversion: PyTorch or Text (see --help)")
+        raise UsageError("choose a conversion: PyTorch or Text (see --help)")
     source = getattr(args, "input", None) or args.input_filename
     target = getattr(args, "output", None) or args.output_filename
     if not source or not target:
-        raise ChakraError("missing --input/--output (or --input_filename/--output_filename)")
+        raise UsageError("missing --input/--output (or --input_filename/--output_filename)")
+    require_kind(source, (TraceKind.ET_PLUS, TraceKind.HOST_ET), "chakra_converter",
+                 "an ET+ (chakra_trace_link's output) or a host execution trace")  # fmt: skip
     options = ConvertOptions(gaps=not args.no_gaps, rank=args.rank,
                              process_group_metadata=args.process_group_metadata)  # fmt: skip
     report = convert_file(source, target, options)
@@ -138,9 +143,10 @@ def _convert(args: argparse.Namespace) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     arguments = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    if not arguments:  # as the reference does: no arguments prints the help
-        parser.print_help()
-        sys.exit(0)
+    if not arguments:  # the help, as the reference prints it, but as a usage error (status 2)
+        parser.print_help(sys.stderr)
+        print(f"{parser.prog}: error: choose a conversion: PyTorch or Text", file=sys.stderr)
+        sys.exit(2)
     sys.exit(run_tool(parser, _convert, arguments))
 
 

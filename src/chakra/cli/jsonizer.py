@@ -10,8 +10,10 @@ from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.et.jsonize import jsonize_et
+from chakra.ingest.detect import TraceKind, require_kind
 
 logger = logging.getLogger(__name__)
+WANTS = "a Chakra ET (.et, chakra_converter's output)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _jsonize(args: argparse.Namespace) -> None:
+    require_kind(
+        args.input_filename,
+        (TraceKind.CHAKRA_ET,),
+        "chakra_jsonizer",
+        "a Chakra ET (.et, chakra_converter's output)",
+    )
     count = jsonize_et(args.input_filename, args.output_filename, jsonl=args.jsonl)
     logger.info("wrote %d nodes to %s", count, args.output_filename)
 

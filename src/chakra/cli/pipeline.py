@@ -10,8 +10,9 @@ from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import command_line
-from chakra.errors import ChakraError
+from chakra.errors import UsageError
 from chakra.fileio.location import location, name_of
+from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link import LinkOptions
 from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.inputs import ranks_in_folders
@@ -26,8 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Every path may also be a URL (s3://bucket/job/, file:///shared/job, ...), "
         "read and written through fsspec.",
     )
-    parser.add_argument("--host-trace", type=location, help="one rank: host execution trace")
-    parser.add_argument("--device-trace", type=location, help="one rank: Kineto trace")
+    parser.add_argument("--host-trace", "--chakra-host-trace", "--pytorch-et-file",
+                        dest="host_trace", type=location,
+                        help="one rank: host execution trace")  # fmt: skip
+    parser.add_argument("--device-trace", "--chakra-device-trace", "--kineto-file",
+                        dest="device_trace", type=location,
+                        help="one rank: Kineto trace")  # fmt: skip
     parser.add_argument("--host-dir", type=location, help="many ranks: folder of host traces")
     parser.add_argument("--device-dir", type=location, help="many ranks: folder of Kineto traces")
     parser.add_argument("--trace-dir", type=location,
@@ -36,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output-dir", type=location, required=True, help="folder for the outputs")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="ranks prepared in parallel")
     parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
-    parser.add_argument("--allow-pid-mismatch", action="store_true")
+    parser.add_argument("--allow-pid-mismatch", action="store_true",
+                        help="link host and device traces whose process ids differ "
+                             "(else an error: they are not one run)")  # fmt: skip
     parser.add_argument("--et-prefix", default=ET_PREFIX, metavar="PREFIX",
                         help="write the graphs as PREFIX.<rank>.et, the family ASTRA-sim loads "
                              f"(default: {ET_PREFIX})")  # fmt: skip
@@ -79,17 +86,21 @@ def _ranks(args: argparse.Namespace) -> list[RankFiles]:
         return ranks_in_folder(args.trace_dir)
     if args.host_dir or args.device_dir:
         if not (args.host_dir and args.device_dir):
-            raise ChakraError("--host-dir and --device-dir go together")
+            raise UsageError("--host-dir and --device-dir go together")
         return ranks_in_folders(args.host_dir, args.device_dir)
     if not (args.host_trace and args.device_trace):
-        raise ChakraError("give --host-trace and --device-trace, or --trace-dir, or "
+        raise UsageError("give --host-trace and --device-trace, or --trace-dir, or "
                           "--host-dir and --device-dir")  # fmt: skip
+    require_kind(args.host_trace, (TraceKind.HOST_ET, TraceKind.ET_PLUS), "chakra_pipeline",
+                 "a host execution trace as --host-trace")  # fmt: skip
+    require_kind(args.device_trace, (TraceKind.KINETO,), "chakra_pipeline",
+                 "a Kineto trace as --device-trace")  # fmt: skip
     return [RankFiles(0, args.host_trace, args.device_trace)]
 
 
 def _run(args: argparse.Namespace) -> None:
     if args.scheduler and args.executor != "dask":
-        raise ChakraError("--scheduler goes with --executor dask")
+        raise UsageError("--scheduler goes with --executor dask")
     result = run_pipeline(_ranks(args), args.output_dir, jobs=args.jobs,
                           options=LinkOptions(allow_pid_mismatch=args.allow_pid_mismatch),
                           plot=not args.no_plot, resume=not args.no_resume,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Callable, Optional
 
-from chakra.errors import ChakraError
+from chakra.errors import ChakraError, UsageError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -32,7 +33,9 @@ def run_tool(
     """Parse ``argv``, configure logging, run ``action``; return the exit status.
 
     A :class:`ChakraError` becomes one line ``<prog>: error: <message>`` on stderr and status
-    1; Ctrl-C gives status 130. Argument errors exit with status 2 (argparse).
+    1; Ctrl-C gives status 130. Argument errors exit with status 2: argparse's own, and a
+    :class:`UsageError` the action raises (reported like argparse's, after the usage line).
+    A reader that closes stdout early (``| head``) ends the tool quietly with status 1.
     """
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -42,6 +45,14 @@ def run_tool(
     )
     try:
         action(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
     except ChakraError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
@@ -49,3 +60,13 @@ def run_tool(
         print(f"{parser.prog}: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe: point stdout at devnull, so that the interpreter's last flush
+    does not fail again (the advice of the Python docs on SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor behind stdout (tests capture it)
+        pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,8 +13,9 @@ from typing import Optional
 import msgspec
 
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import ChakraError
+from chakra.errors import UsageError
 from chakra.fileio import atomic_output
+from chakra.ingest.detect import TraceKind, require_kind
 from chakra.ranks.files import simulate_agreed
 from chakra.simulate.analysis import ScaleRule, critical_path, log_reference_lines, scaled_graphs
 from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
@@ -22,8 +24,10 @@ from chakra.simulate.network import NetworkModel
 from chakra.simulate.plot import plot_utilisation
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_astra_files
+from chakra.simulate.untimed import untimed_communication
 
 THREADS_STREAMS, ASTRA_SIM = "threads-streams", "astra-sim"
+logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,7 +117,7 @@ def _replay(
         network = NetworkModel.parse(args.network) if args.network else None
         return simulate_agreed(args.paths, args.serialize_gpu), network, None
     if args.serialize_gpu:
-        raise ChakraError("--serialize-gpu: ASTRA-sim's model has one GPU slot per rank")
+        raise UsageError("--serialize-gpu: ASTRA-sim's model has one GPU slot per rank")
     network = NetworkModel.parse(args.network or DEFAULT_NETWORK)
     ring = AstraRing.from_network(network, len(args.paths))
     return simulate_astra_files(args.paths, ring), None, ring
@@ -121,9 +125,14 @@ def _replay(
 
 def _simulate(args: argparse.Namespace) -> None:
     rules = [ScaleRule.parse(text) for text in args.scale]
+    for path in args.paths:
+        require_kind(path, (TraceKind.CHAKRA_ET, TraceKind.ET_PLUS, TraceKind.HOST_ET),
+                     "chakra_sim", "Chakra ETs (.et) or ET+ JSON, one per rank")  # fmt: skip
     engine, network, ring = _replay(args)
     what_if, counts = _what_if(engine, rules, network)  # a rule matching nothing: no outputs
     log_reference_lines(engine)
+    if ring is None and network is None:
+        _hint_untimed(engine)
     results = rank_results(engine, explain=True)
     paths = [critical_path(engine, r) for r in range(len(results))]
     if args.timeline is not None:
@@ -152,6 +161,17 @@ def _simulate(args: argparse.Namespace) -> None:
         print(f"--scale {rule['rule']}: {rule['nodes']:,} nodes scaled (all ranks)")
     for result, path, critical, scaled in zip(results, args.paths, paths, what_if):
         _print_rank(result, path, critical, scaled)
+
+
+def _hint_untimed(engine: Engine) -> None:
+    untimed = untimed_communication(engine.graphs)
+    if untimed:
+        logger.warning(
+            "%d collectives, sends or receives have no duration and no measured time "
+            "(a generated or text workload?): replayed as free (0 us); time them with "
+            "--network ring:GBPS:LATENCY_US (e.g. ring:100:5) or --resources astra-sim",
+            untimed,
+        )
 
 
 def _print_rank(result: RankResult, path: str, critical: list, scaled: Optional[float]) -> None:

@@ -22,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Generate per-rank host ET and Kineto traces of a synthetic transformer "
         "training step, with the exact ground truth of what happened.",
     )
-    parser.add_argument("--out-dir", required=True, help="folder to write (created if needed)")
+    parser.add_argument("--output-dir", "--out-dir", dest="output_dir", required=True,
+                        help="folder to write (created if needed)")  # fmt: skip
     parser.add_argument("--ranks", type=int, default=2, help="number of ranks (default: 2)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--steps", type=int, default=2, help="profiled steps (default: 2)")
@@ -89,11 +90,11 @@ def _synth(args: argparse.Namespace) -> None:
         worker_threads=args.worker_threads,
     )
     options = options_with_vintages(options, args.vintage)
-    summary = generate_job(options, args.out_dir)
+    summary = generate_job(options, args.output_dir)
     gpu_ops = sum(rank.gpu_ops for rank in summary.ranks)
     logger.info("%d ranks, %d GPU ops, %d collectives", options.ranks, gpu_ops, summary.collectives)
     if args.validate:
-        problems = validate_job(args.out_dir)
+        problems = validate_job(args.output_dir)
         if problems:
             raise ChakraError(f"{len(problems)} invariant(s) violated, first: {problems[0]}")
         logger.info("all invariants hold")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import FileAccessError
+from chakra.errors import FileAccessError, UsageError
 from chakra.fileio import atomic_output
 from chakra.tools.timeline import INPUT_FORMATS, complete_events, timeline
 
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _convert(args: argparse.Namespace) -> None:
+    if args.input_format == "astra-sim" and (args.num_npus is None or args.npu_frequency is None):
+        raise UsageError("the astra-sim log format needs --num_npus and --npu_frequency")
     if args.log_filename:
         try:
             handler = logging.FileHandler(args.log_filename)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import ChakraError
+from chakra.errors import ChakraError, UsageError
 from chakra.fileio import atomic_output
+from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
 from chakra.link.model import LinkOptions, LinkReport
 from chakra.link.report import render_table, report_as_dict
@@ -33,12 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument(
         "--chakra-host-trace",
         "--pytorch-et-file",
+        "--host-trace",
         dest="host_trace",
         help="host execution trace (.json or .json.gz)",
     )
     one.add_argument(
         "--chakra-device-trace",
         "--kineto-file",
+        "--device-trace",
         dest="device_trace",
         help="Kineto trace of the same run (.json or .json.gz)",
     )
@@ -58,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="which of several equally matching iterations to link (0-based)",
     )
     how.add_argument(
-        "--allow-pid-mismatch", action="store_true", help="link traces whose process ids differ"
+        "--allow-pid-mismatch",
+        action="store_true",
+        help="link traces whose process ids differ (else an error: they are not one run)",
     )
     how.add_argument("--report", type=Path, help="write the link report as JSON")
     how.add_argument(
@@ -104,7 +109,11 @@ def _link_one(args: argparse.Namespace) -> None:
                ("--chakra-device-trace", args.device_trace),
                ("--output-file", args.output_file)) if not value]  # fmt: skip
     if missing:
-        raise ChakraError(f"missing {', '.join(missing)} (or use --host-dir/--device-dir)")
+        raise UsageError(f"missing {', '.join(missing)} (or use --host-dir/--device-dir)")
+    require_kind(args.device_trace, (TraceKind.KINETO,), "chakra_trace_link",
+                 "a Kineto trace as --chakra-device-trace")  # fmt: skip
+    require_kind(args.host_trace, (TraceKind.HOST_ET, TraceKind.ET_PLUS), "chakra_trace_link",
+                 "a host execution trace as --chakra-host-trace")  # fmt: skip
     options, coverage = _options(args)
     report: LinkReport = link_files(args.host_trace, args.device_trace, args.output_file,
                                     options, coverage, args.rank)  # fmt: skip
@@ -114,7 +123,7 @@ def _link_one(args: argparse.Namespace) -> None:
 
 def _link_many(args: argparse.Namespace) -> None:
     if not (args.device_dir and args.output_dir):
-        raise ChakraError("--host-dir needs --device-dir and --output-dir")
+        raise UsageError("--host-dir needs --device-dir and --output-dir")
     args.output_dir.mkdir(parents=True, exist_ok=True)
     options, coverage = _options(args)
     pairs = pair_by_rank(args.host_dir, args.device_dir)

@@ -14,6 +14,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import comm_groups_path
 from chakra.errors import ChakraError
 from chakra.et.validate import ValidationOptions
+from chakra.ingest.detect import TraceKind, require_kind
 from chakra.tools.validate import (
     ValidationFailedError,
     check_file,
@@ -24,6 +25,7 @@ from chakra.tools.validate import (
 )
 
 logger = logging.getLogger(__name__)
+WANTS = "a Chakra ET (.et, chakra_converter's output)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +80,13 @@ def _comm_groups(args: argparse.Namespace) -> Optional[frozenset[str]]:
 
 
 def _validate(args: argparse.Namespace) -> None:
+    for path in args.files:
+        require_kind(
+            path,
+            (TraceKind.CHAKRA_ET,),
+            "chakra_validate",
+            "a Chakra ET (.et, chakra_converter's output)",
+        )
     options = ValidationOptions(require_streams=args.require_streams,
                                 astra_sim=not args.no_astra_sim,
                                 comm_groups=_comm_groups(args))  # fmt: skip

@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.ingest.detect import TraceKind, require_kind
 from chakra.tools.visualize import DEFAULT_MAX_NODES, Selection, parse_id_range, visualize
 
 logger = logging.getLogger(__name__)
+WANTS = "a Chakra ET (.et, chakra_converter's output)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _visualize(args: argparse.Namespace) -> None:
+    require_kind(
+        args.input_filename,
+        (TraceKind.CHAKRA_ET,),
+        "chakra_visualizer",
+        "a Chakra ET (.et, chakra_converter's output)",
+    )
     first, last = parse_id_range(args.id_range) if args.id_range else (None, None)
     selection = Selection(first, last, args.name_filter)
     count = visualize(args.input_filename, args.output_filename, selection, args.max_nodes)

@@ -44,6 +44,7 @@ from chakra.et.attributes import set_attr
 from chakra.et.schema import GlobalMetadata, Node, NodeType
 from chakra.et.writer import write_et
 from chakra.ingest.json_input import gc_paused
+from chakra.progress import tracked
 
 logger = logging.getLogger(__name__)
 
@@ -341,5 +342,7 @@ def convert_file(
     trace = load_et_plus(input_path, keep_whole=reads_payload)
     with gc_paused():
         plan = _plan(trace, options or ConvertOptions())
-        write_et(output_path, _metadata(trace), _nodes(trace, plan))
+        total = sum(plan.report.nodes_by_type.values())
+        nodes = tracked(_nodes(trace, plan), total, f"writing {output_path}")
+        write_et(output_path, _metadata(trace), nodes)
     return plan.report

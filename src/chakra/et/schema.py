@@ -23,7 +23,8 @@ _POOL.Add(descriptor_pb2.FileDescriptorProto.FromString(SERIALIZED_FILE_DESCRIPT
 FILE_DESCRIPTOR = _POOL.FindFileByName("et_def.proto")
 
 
-def _message_class(name: str) -> Any:
+def message_class(name: str) -> Any:
+    """The message class of ``ChakraProtoMsg.<name>`` in this package's descriptor pool."""
     descriptor = _POOL.FindMessageTypeByName(f"{PROTO_PACKAGE}.{name}")
     get_class = getattr(message_factory, "GetMessageClass", None)
     if get_class is not None:  # protobuf >= 4.22
@@ -31,11 +32,11 @@ def _message_class(name: str) -> Any:
     return message_factory.MessageFactory(_POOL).GetPrototype(descriptor)  # 4.21
 
 
-GlobalMetadata: Any = _message_class("GlobalMetadata")
-Node: Any = _message_class("Node")
-IOInfo: Any = _message_class("IOInfo")
-AttributeProto: Any = _message_class("AttributeProto")
-Tensor: Any = _message_class("Tensor")
+GlobalMetadata: Any = message_class("GlobalMetadata")
+Node: Any = message_class("Node")
+IOInfo: Any = message_class("IOInfo")
+AttributeProto: Any = message_class("AttributeProto")
+Tensor: Any = message_class("Tensor")
 
 #: Element kinds of the ``AttributeProto.value`` oneof, in field-number order: each has a
 #: scalar member ``<kind>_val`` and a list member ``<kind>_list``.

@@ -6,9 +6,10 @@ from __future__ import annotations
 import enum
 import json
 import zlib
+from collections.abc import Collection
 from typing import Optional, Union
 
-from chakra.errors import PathLike, TraceFormatError
+from chakra.errors import ChakraError, PathLike, TraceFormatError, WrongTraceKindError
 from chakra.fileio import open_binary_input, read_input
 from chakra.ingest.device_loader import load_device_trace
 from chakra.ingest.device_model import DeviceTrace
@@ -54,6 +55,28 @@ def sniff_kind(path: PathLike) -> TraceKind:
     if not head:
         raise TraceFormatError(path, "empty file")
     return TraceKind.HOST_ET if looks_like_json(head) else TraceKind.CHAKRA_ET
+
+
+def trace_kind(path: PathLike) -> Optional[TraceKind]:
+    """The kind of trace ``path`` holds, by content: Chakra ET when it is not JSON, else what
+    :func:`peek_kind` sees (None when its first part names no kind-specific key)."""
+    kind = sniff_kind(path)
+    return kind if kind is TraceKind.CHAKRA_ET else peek_kind(path)
+
+
+def require_kind(path: PathLike, accepted: Collection[TraceKind], tool: str, wants: str) -> None:
+    """Raise :class:`WrongTraceKindError` ("PATH: this is a Kineto trace; chakra_x wants
+    ...") when ``path`` holds a kind of trace not in ``accepted``; a JSON file whose kind
+    cannot be told from its first part passes, and so does one that cannot be read (empty,
+    missing, corrupt gzip): its reader reports what is wrong with it, in its own words.
+    Reads at most :data:`PEEK_BYTES` of the file."""
+    try:
+        kind = trace_kind(path)
+    except ChakraError:
+        return
+    if kind is not None and kind not in accepted:
+        article = "an" if kind.value[0] in "AEIOU" else "a"
+        raise WrongTraceKindError(path, f"this is {article} {kind.value}; {tool} wants {wants}")
 
 
 def load_json_trace(path: PathLike) -> Union[HostTrace, DeviceTrace]:

@@ -24,6 +24,7 @@ from chakra.fileio import atomic_output
 from chakra.ingest.host_model import HostOp, OpArgs
 from chakra.ingest.json_input import gc_paused
 from chakra.link.model import GpuNode, LinkedTrace
+from chakra.progress import tracked
 
 FORMAT = "chakra-et-plus/1"
 _ENCODER = msgspec.json.Encoder()
@@ -198,7 +199,8 @@ def write_et_plus(linked: LinkedTrace, path: PathLike) -> None:
         out.write(_ENCODER.encode(_metadata(linked)))
         out.write(b',\n"nodes": [')
         separator = b"\n"
-        for node in _nodes(linked):
+        total = len(linked.host.ops) + len(linked.gpu_nodes)
+        for node in tracked(_nodes(linked), total, f"writing {path}"):
             out.write(separator + _ENCODER.encode(node))
             separator = b",\n"
         out.write(b"\n]}\n")
