@@ -47,14 +47,26 @@ def is_group_id(name: object) -> bool:
     )
 
 
-def astra_sim_faults(node: Any, values: Mapping[str, Any]) -> list[tuple[str, str]]:
+def astra_sim_faults(
+    node: Any,
+    values: Mapping[str, Any],
+    rules: bool = True,
+    comm_groups: Optional[frozenset[str]] = None,
+) -> list[tuple[str, str]]:
     """``(kind, what)`` for each thing about ``node`` that the shipped ASTRA-sim cannot
-    run; ``values`` holds the node's attribute values by name (first of each)."""
+    run; ``values`` holds the node's attribute values by name (first of each). ``rules``:
+    the per-node rules of the module doc; ``comm_groups``: the ids of a comm-group file,
+    a ``pg_name`` outside them is ``unknown_group`` (None: not checked)."""
     faults = []
+    pg_name: Optional[Any] = values.get("pg_name")
+    if comm_groups is not None and pg_name and pg_name not in comm_groups:
+        faults.append(("unknown_group", f"names group {str(pg_name)[:40]!r}, which the "
+                       "comm-group file does not list"))  # fmt: skip
+    if not rules:
+        return faults
     if node.type == NodeType.METADATA_NODE:
         what = "is a METADATA node: the ASTRA-sim of 2026-03 aborts on one (use a comm-group file)"
         faults.append(("astra_sim_unsupported", what))
-    pg_name: Optional[Any] = values.get("pg_name")
     if isinstance(pg_name, str) and not is_group_id(pg_name):  # another kind: wrong_attr_kind
         faults.append(("invalid_pg_name", f"has pg_name {str(pg_name)[:40]!r}, not an ASTRA-sim "
                        "group id (an integer from 1 to 2**31 - 1: read with std::stoi, "

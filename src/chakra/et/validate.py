@@ -179,14 +179,8 @@ def _node_problems(node: Any, options: ValidationOptions) -> list[Problem]:
             problems.append(Problem("self_dep", node.id, message))
     if options.astra_sim or options.comm_groups is not None:
         values = {name: attr_value(attr) for name, attr in present.items()}
-        if options.astra_sim:
-            for kind, what in astra_sim_faults(node, values):
-                problems.append(Problem(kind, node.id, f"{_label(node.id, node.name)} {what}"))
-        pg_name = values.get("pg_name")
-        if options.comm_groups is not None and pg_name and pg_name not in options.comm_groups:
-            message = (f"{_label(node.id, node.name)} names group {str(pg_name)[:40]!r}, which "
-                       "the comm-group file does not list")  # fmt: skip
-            problems.append(Problem("unknown_group", node.id, message))
+        for kind, what in astra_sim_faults(node, values, options.astra_sim, options.comm_groups):
+            problems.append(Problem(kind, node.id, f"{_label(node.id, node.name)} {what}"))
     cpu = present.get("is_cpu_op")
     is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
     on_host = node.type in _COMM_NODE_TYPES and any(a.name == "runs_on_host" for a in node.attr)
@@ -234,22 +228,17 @@ class _GraphBuilder:
             )
             self.problems.append(Problem("duplicate_id", node_id, message))
         self.problems.extend(_node_problems(node, self.options))
-        for dep in node.data_deps:
-            parent = self.vertex_of.get(dep)
-            if parent is None:
-                self.pending.append(("dangling_data_dep", position, vertex, dep))
-                noteworthy = True
-            elif dep != node_id:
-                self.edge_parents.append(parent)
-                self.edge_children.append(vertex)
-        for dep in node.ctrl_deps:  # waited on like data deps: part of the cycle check
-            parent = self.vertex_of.get(dep)
-            if parent is None:
-                self.pending.append(("dangling_ctrl_dep", position, vertex, dep))
-                noteworthy = True
-            elif dep != node_id:
-                self.edge_parents.append(parent)
-                self.edge_children.append(vertex)
+        # ctrl deps are waited on like data deps: both are edges of the cycle check
+        for kind, deps in (("dangling_data_dep", node.data_deps),
+                           ("dangling_ctrl_dep", node.ctrl_deps)):  # fmt: skip
+            for dep in deps:
+                parent = self.vertex_of.get(dep)
+                if parent is None:
+                    self.pending.append((kind, position, vertex, dep))
+                    noteworthy = True
+                elif dep != node_id:
+                    self.edge_parents.append(parent)
+                    self.edge_children.append(vertex)
         if noteworthy:
             self.names[position] = node.name
             self.vertex_names.setdefault(vertex, node.name)
