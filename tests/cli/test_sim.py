@@ -110,3 +110,63 @@ def test_help_documents_the_resource_models() -> None:
     text = " ".join(sim("--help").stdout.split())
     for words in ("threads-streams (default)", "ring:50:0.5", "50 GB/s and 500 ns"):
         assert words in text
+
+
+def test_plot_makespans_draws_the_reported_values(
+    et_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from matplotlib.figure import Figure
+
+    from chakra.cli.sim import main
+
+    saved: list[Figure] = []
+    original = Figure.savefig
+
+    def keep(figure: Figure, *args: object, **kwargs: object) -> None:
+        saved.append(figure)
+        original(figure, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    out = tmp_path / "makespans.png"
+    with pytest.raises(SystemExit) as done:
+        main([str(et_file), "--json", "--scale", "cpu=0.5", "--plot-makespans", str(out)])
+    assert done.value.code == 0
+    (rank,) = json.loads(capsys.readouterr().out)["ranks"]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (axis,) = saved[0].axes
+    assert [t.get_text() for t in axis.get_legend().get_texts()] == [
+        "measured", "replay", "model-only", "what-if"]  # fmt: skip
+    heights = [[bar.get_height() for bar in bars] for bars in axis.containers]
+    assert heights == [[rank["measured_makespan_us"]], [rank["simulated_makespan_us"]],
+                       [rank["model_only_makespan_us"]], [rank["what_if_makespan_us"]]]  # fmt: skip
+    assert heights == [[25.0], [25.0], [20.0], [15.0]]  # cpu=0.5: A 5, [delay] 5, B 5
+
+
+@pytest.mark.parametrize("option", ["--plot", "--plot-makespans"])
+def test_plot_options_refuse_unknown_formats_and_missing_folders(
+    et_file: Path, tmp_path: Path, option: str
+) -> None:
+    bad = sim(str(et_file), option, str(tmp_path / "u.xyz"))
+    assert bad.returncode == 2  # a usage error, after the usage line, before any work
+    errors = [line for line in bad.stderr.splitlines() if line.startswith("chakra_sim: error")]
+    assert errors == [bad.stderr.splitlines()[-1]]
+    assert errors[0].startswith(f"chakra_sim: error: argument {option}: {tmp_path}/u.xyz: "
+                                "cannot draw a .xyz image; use one of ")  # fmt: skip
+    assert "png" in errors[0] and "svg" in errors[0] and bad.stdout == ""
+    timeline = tmp_path / "t.json"
+    missing = sim(str(et_file), "--timeline", str(timeline), option, str(tmp_path / "no/u.png"))
+    assert missing.returncode == 1
+    assert missing.stderr.splitlines() == [
+        f"chakra_sim: error: cannot write {tmp_path}/no/u.png: no folder {tmp_path}/no"
+    ]
+    assert missing.stdout == "" and not timeline.exists()
+    svg = tmp_path / "u.svg"
+    assert sim(str(et_file), option, str(svg)).returncode == 0
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+
+
+def test_help_describes_the_plots() -> None:
+    text = " ".join(sim("--help").stdout.split())
+    assert "every host thread and GPU stream of each rank, simulated beside measured" in text
+    assert "one time axis in µs" in text
+    assert "--plot-makespans PATH" in text and "measured, replay, model-only" in text

@@ -8,10 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from chakra.errors import FileAccessError
 from chakra.simulate import Engine, build_graph, rank_results
 from chakra.simulate.plot import (
     BINS,
+    PlotFormatError,
     busy_before,
+    image_format,
     makespan_figure,
     plot_makespans,
     plot_utilisation,
@@ -80,3 +83,16 @@ def test_makespan_bars(tmp_path: Path) -> None:
     out = tmp_path / "makespans.png"
     plot_makespans(results, out)
     assert out.read_bytes()[:8] == PNG
+
+
+def test_formats_from_the_extension_and_atomic_writes(tmp_path: Path) -> None:
+    results = rank_results(two_ranks(measured=True), explain=True)
+    assert (image_format("a.PNG"), image_format("a.svg"), image_format("plain")) == (
+        "png", "svg", "png")  # fmt: skip
+    with pytest.raises(PlotFormatError, match=r"^u\.xyz: cannot draw a \.xyz image; use one of"):
+        image_format("u.xyz")
+    plot_makespans(results, tmp_path / "m.pdf")
+    assert (tmp_path / "m.pdf").read_bytes()[:5] == b"%PDF-"
+    with pytest.raises(FileAccessError, match="cannot write"):
+        plot_utilisation(two_ranks(), tmp_path / "missing" / "u.png")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pdf"]  # no partial file left

@@ -13,7 +13,7 @@ from typing import Optional
 import msgspec
 
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import UsageError
+from chakra.errors import FileAccessError, UsageError
 from chakra.fileio import atomic_output
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.ranks.files import simulate_agreed
@@ -21,7 +21,7 @@ from chakra.simulate.analysis import ScaleRule, critical_path, log_reference_lin
 from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
 from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
-from chakra.simulate.plot import plot_utilisation
+from chakra.simulate.plot import PlotFormatError, image_format, plot_makespans, plot_utilisation
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_astra_files
 from chakra.simulate.untimed import untimed_communication
@@ -77,8 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--plot",
-        type=Path,
-        help="draw each GPU stream's utilisation over time, simulated vs measured (PNG)",
+        type=_image_path,
+        metavar="PATH",
+        help="draw the busy fraction over time of every host thread and GPU stream of each "
+        "rank, simulated beside measured, all on one time axis in µs; the extension picks "
+        "the format (png, svg, pdf...)",
+    )
+    parser.add_argument(
+        "--plot-makespans",
+        type=_image_path,
+        metavar="PATH",
+        help="draw each rank's makespan as bars: measured, replay, model-only (delays and "
+        "idle time zeroed) and, with --scale or --network, the what-if one",
     )
     parser.add_argument(
         "--compare",
@@ -93,6 +103,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_log_level_option(parser)
     return parser  # fmt: skip
+
+
+def _image_path(text: str) -> Path:
+    """An argparse type: a plot's path, whose extension must name a format matplotlib
+    writes (a usage error otherwise, before any work)."""
+    try:
+        image_format(text)
+    except PlotFormatError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Path(text)
+
+
+def _check_output_folders(args: argparse.Namespace) -> None:
+    """Fail before simulating when an output's folder does not exist."""
+    for path in (args.timeline, args.plot, args.plot_makespans):
+        if path is not None and not path.parent.is_dir():
+            raise FileAccessError(f"cannot write {path}: no folder {path.parent}")
 
 
 def _what_if(
@@ -125,6 +152,7 @@ def _replay(
 
 def _simulate(args: argparse.Namespace) -> None:
     rules = [ScaleRule.parse(text) for text in args.scale]
+    _check_output_folders(args)
     for path in args.paths:
         require_kind(path, (TraceKind.CHAKRA_ET, TraceKind.ET_PLUS, TraceKind.HOST_ET),
                      "chakra_sim", "Chakra ETs (.et) or ET+ JSON, one per rank")  # fmt: skip
@@ -140,6 +168,8 @@ def _simulate(args: argparse.Namespace) -> None:
             json.dump(chrome_trace(engine, args.compare, args.timeline_segments), out)
     if args.plot is not None:
         plot_utilisation(engine, args.plot)
+    if args.plot_makespans is not None:
+        plot_makespans(results, args.plot_makespans, what_if)
     applied = [{"rule": rule.text, "nodes": count} for rule, count in zip(rules, counts)]
     if args.json:
         ranks = [

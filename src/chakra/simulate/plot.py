@@ -4,16 +4,20 @@ and measured side by side on one time axis (µs) shared by all ranks
 measured, replayed, model-only and what-if, as grouped bars.
 
 Figures are built with :class:`matplotlib.figure.Figure` (no pyplot state), returned by the
-``*_figure`` functions so that callers and tests can inspect them before saving."""
+``*_figure`` functions so that callers and tests can inspect them before saving. The
+``plot_*`` functions save them atomically in the format their path's extension names (any
+that matplotlib writes: png, svg, pdf...; :func:`image_format`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
 from chakra.errors import ChakraError, PathLike
+from chakra.fileio import atomic_output
 from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph
 from chakra.simulate.result import RankResult
@@ -22,6 +26,44 @@ BINS = 200
 #: Height of a resource's band in a utilisation panel (1: bands touch).
 BAND = 0.85
 TIME_LABEL = "time since the job's first start (µs)"
+#: What matplotlib writes without optional packages, if it cannot be asked.
+CORE_IMAGE_FORMATS = ("eps", "pdf", "png", "ps", "svg", "svgz")
+
+
+class PlotFormatError(ChakraError):
+    """A plot's path names an image format that matplotlib cannot write."""
+
+
+def image_formats() -> tuple[str, ...]:
+    """The extensions (without dot, lower case) the plots can be saved as."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        return CORE_IMAGE_FORMATS
+    return tuple(sorted(FigureCanvasBase.get_supported_filetypes()))
+
+
+def image_format(path: PathLike) -> str:
+    """The image format named by ``path``'s extension (``png`` when it has none); one that
+    matplotlib cannot write raises :class:`PlotFormatError`."""
+    suffix = Path(str(path)).suffix.lower().lstrip(".")
+    if not suffix:
+        return "png"
+    known = image_formats()
+    if suffix not in known:
+        raise PlotFormatError(
+            f"{path}: cannot draw a .{suffix} image; use one of {', '.join(known)}"
+        )
+    return suffix
+
+
+def save_figure(figure: Any, path: PathLike) -> None:
+    """Write ``figure`` to ``path`` in the format of its extension (:func:`image_format`),
+    atomically: a missing folder or a failed write raises ``FileAccessError`` and leaves no
+    file behind."""
+    fmt = image_format(path)
+    with atomic_output(path) as out:
+        figure.savefig(out, format=fmt, dpi=100)
 
 
 def busy_before(edges: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -131,8 +173,8 @@ def utilisation_figure(engine: Engine) -> Any:
 
 
 def plot_utilisation(engine: Engine, path: PathLike) -> None:
-    """Write :func:`utilisation_figure` of ``engine`` to ``path`` (PNG)."""
-    utilisation_figure(engine).savefig(path, dpi=100)
+    """Write :func:`utilisation_figure` of ``engine`` to ``path`` (:func:`save_figure`)."""
+    save_figure(utilisation_figure(engine), path)
 
 
 def makespan_figure(results: Sequence[RankResult],
@@ -167,5 +209,5 @@ def makespan_figure(results: Sequence[RankResult],
 
 def plot_makespans(results: Sequence[RankResult], path: PathLike,
                    what_if: Optional[Sequence[Optional[float]]] = None) -> None:  # fmt: skip
-    """Write :func:`makespan_figure` to ``path`` (PNG)."""
-    makespan_figure(results, what_if).savefig(path, dpi=100)
+    """Write :func:`makespan_figure` to ``path`` (:func:`save_figure`)."""
+    save_figure(makespan_figure(results, what_if), path)
