@@ -1,8 +1,11 @@
-"""``chakra_visualizer``: both edge kinds kept, dot escaping, selection, refusals."""
+"""``chakra_visualizer``: short labels, fills by resource, both edge kinds kept, dot
+escaping, selection, refusals."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +15,9 @@ import networkx as nx
 import pytest
 
 from chakra.errors import ChakraError
-from chakra.et import GlobalMetadata, Node, write_et
+from chakra.et import GlobalMetadata, Node, NodeType, add_attr, write_et
 from chakra.tools.visualize import Selection, dot_quote, visualize
+from chakra.tools.visualize_style import MAX_NAME_CHARS, PALETTES, short_name
 
 
 def visualizer(*args: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
@@ -38,7 +42,8 @@ def test_graphml_keeps_data_and_control_edges(trace: Path, tmp_path: Path) -> No
     graph = nx.read_graphml(out, force_multigraph=True)
     kinds = sorted(d["dependency"] for _, _, d in graph.edges("0", data=True))
     assert kinds == ["control", "data"]
-    assert graph.nodes["1"]["label"] == "comp\\1"
+    assert graph.nodes["1"]["name"] == "comp\\1"
+    assert graph.nodes["1"]["label"] == "comp\\1\nINVALID\n0 µs"
     assert graph.number_of_edges() == 3  # the dep on the missing id 99 is left out
 
 
@@ -47,8 +52,8 @@ def test_dot_escapes_labels_and_styles_edges(trace: Path, tmp_path: Path) -> Non
     result = visualizer("--input_filename", str(trace), "--output_filename", str(out))
     assert result.returncode == 0, result.stderr
     text = out.read_text()
-    assert '0 [label="load \\"x\\" {a|b} <c>"' in text
-    assert '1 [label="comp\\\\1"' in text
+    assert '0 [label="load \\"x\\" {a|b} <c>\\nINVALID\\n0 µs"' in text
+    assert '1 [label="comp\\\\1\\nINVALID\\n0 µs", tooltip="comp\\\\1\\nid 1"' in text
     assert "0 -> 1 [arrowhead=normal];" in text
     assert "0 -> 1 [arrowhead=tee, style=dashed];" in text
     assert dot_quote("a\nb") == '"a\\nb"'
@@ -114,3 +119,121 @@ def test_rendered_formats_go_through_dot(
     with pytest.raises(ChakraError, match="syntax error"):
         visualize(trace, tmp_path / "h.png")
     assert not (tmp_path / "h.png").exists()
+
+
+ADD_KERNEL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,"
+    " at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>,"
+    " at::detail::Array<char*, 3>)"
+)
+REDUCE_KERNEL = (
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::"
+    "func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()("
+    "at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4> >(at::native::"
+    "ReduceOp<float, unsigned int, float, 4>)"
+)
+
+
+@pytest.mark.parametrize(("name", "short"), [
+    (ADD_KERNEL, "vectorized_elementwise_kernel"),
+    (REDUCE_KERNEL, "reduce_kernel"),
+    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, "
+     "float, float const*)", "vectorized_layer_norm_kernel"),
+    ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     "ncclDevKernel_AllGather_RING_LL"),
+    ("std::vector<int>::size() const", "size"),
+    ("aten::add", "aten::add"),
+    ("aten::add.Tensor", "aten::add.Tensor"),
+    ("Memcpy HtoD (Pinned -> Device)", "Memcpy HtoD (Pinned -> Device)"),
+    ("ProfilerStep#1", "ProfilerStep#1"),
+    ("[delay]", "[delay]"),
+    ("a < b", "a < b"),
+    ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_kernel",
+     "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_…"),
+])  # fmt: skip
+def test_short_names(name: str, short: str) -> None:
+    assert short_name(name) == short
+    assert len(short_name(name)) <= MAX_NAME_CHARS
+
+
+def _node(node_id: int, name: str, node_type: NodeType, micros: int, **attrs: object) -> Node:
+    node = Node(id=node_id, name=name, type=node_type, duration_micros=micros)
+    for key, value in attrs.items():
+        add_attr(node, key, value)
+    return node
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    comp, coll = NodeType.COMP_NODE, NodeType.COMM_COLL_NODE
+    nodes = [
+        _node(0, "aten::add", comp, 5, is_cpu_op=True, tid=1),
+        _node(1, "aten::mul", comp, 3, is_cpu_op=True, tid=2, duration_ns=2500),
+        _node(2, ADD_KERNEL, comp, 9, is_cpu_op=False, stream=7, duration_ns=8516),
+        _node(3, REDUCE_KERNEL, comp, 1250, is_cpu_op=False, stream=8, device=1),
+        _node(4, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+              coll, 40, is_cpu_op=False, stream=20),
+        _node(5, "gloo:all_reduce", coll, 12, is_cpu_op=False, runs_on_host=True, tid=3),
+        _node(6, "[delay]", comp, 2, is_cpu_op=True),
+    ]  # fmt: skip
+    nodes[2].data_deps.append(0)
+    path = tmp_path / "job.et"
+    write_et(path, GlobalMetadata(version="0.0.4"), nodes)
+    return path
+
+
+DOT_NODE = re.compile(r'^  (\d+) \[label="(.*)", tooltip="(.*)", fillcolor="(#\w+)"\];$')
+DOT_LEGEND = re.compile(r'^    legend_\d+ \[label="(.*)", fillcolor="(#\w+)"\];$')
+
+
+def test_labels_say_name_type_resource_duration_and_fills_say_resource(
+    job: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "g.dot"
+    result = visualizer("--input_filename", str(job), "--output_filename", str(out))
+    assert result.returncode == 0, result.stderr
+    lines = out.read_text().splitlines()
+    drawn = {int(m[1]): m.groups()[1:] for m in map(DOT_NODE.match, lines) if m}
+    labels = {node_id: label.split("\\n") for node_id, (label, _, _) in drawn.items()}
+    assert labels == {
+        0: ["aten::add", "COMP · thread 1", "5 µs"],
+        1: ["aten::mul", "COMP · thread 2", "2.5 µs"],  # duration_ns wins
+        2: ["vectorized_elementwise_kernel", "COMP · stream 7", "8.516 µs"],
+        3: ["reduce_kernel", "COMP · d1 stream 8", "1,250 µs"],
+        4: ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", "COMM_COLL · stream 20", "40 µs"],
+        5: ["gloo:all_reduce", "COMM_COLL · thread 3", "12 µs"],
+        6: ["[delay]", "COMP", "2 µs"],  # no tid: holds no resource
+    }
+    assert drawn[2][1] == dot_quote(f"{ADD_KERNEL}\nid 2")[1:-1]  # the whole name on hover
+    fill = {node_id: colour for node_id, (_, _, colour) in drawn.items()}
+    assert fill[0] in PALETTES["cpu"] and fill[1] in PALETTES["cpu"] and fill[0] != fill[1]
+    assert fill[2] in PALETTES["gpu"] and fill[3] in PALETTES["gpu"] and fill[2] != fill[3]
+    assert fill[4] in PALETTES["comm"] and fill[5] in PALETTES["comm"] and fill[4] != fill[5]
+    assert fill[6] == "#ffffff"
+    legend = [m.groups() for m in map(DOT_LEGEND.match, lines) if m]
+    assert legend == [
+        ("communication on thread 3", fill[5]), ("communication on stream 20", fill[4]),
+        ("CPU thread 1", fill[0]), ("CPU thread 2", fill[1]), ("no resource", fill[6]),
+        ("GPU stream 7", fill[2]), ("GPU d1 stream 8", fill[3]),
+    ]  # fmt: skip
+    assert (
+        "  0 -> 2 [arrowhead=normal];" in lines and "subgraph cluster_legend {" in out.read_text()
+    )
+
+    graphml = tmp_path / "g.graphml"
+    assert visualize(job, graphml) == 7
+    node = nx.read_graphml(graphml, force_multigraph=True).nodes
+    assert node["2"] == {"label": "vectorized_elementwise_kernel\nCOMP · stream 7\n8.516 µs",
+                         "name": ADD_KERNEL, "type": "COMP", "resource": "stream 7",
+                         "duration_us": 8.516, "fillcolor": fill[2]}  # fmt: skip
+    assert (node["6"]["resource"], node["5"]["fillcolor"]) == ("", fill[5])
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_real_graphviz_renders_labels_tooltips_and_legend(job: Path, tmp_path: Path) -> None:
+    out = tmp_path / "g.svg"
+    visualize(job, out)
+    svg = out.read_text()
+    assert 'xlink:title="void at::native::vectorized_elementwise_kernel&lt;4,' in svg
+    assert ">vectorized_elementwise_kernel</text>" in svg and ">COMP · stream 7</text>" in svg
+    assert ">GPU d1 stream 8</text>" in svg and "<title>cluster_legend</title>" in svg

@@ -20,7 +20,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chakra_visualizer",
         description=(
-            "Draw the data (solid) and control (dashed) dependencies of a Chakra ET."
+            "Draw the data (solid) and control (dashed) dependencies of a Chakra ET. Nodes"
+            " show their short name, type, thread or stream and duration, filled by resource"
+            " (CPU threads blue, GPU streams a hue each, communication red; a legend in"
+            " dot), with the whole name as tooltip (GraphML: the name attribute)."
             " .dot and .graphml need nothing else; .pdf, .svg and .png need Graphviz's dot."
         ),
     )

@@ -1,6 +1,10 @@
 """Draw a Chakra ET's dependency graph: GraphML, Graphviz dot text, or a rendered image.
 
-Data and control dependencies stay distinct edges (a node pair can have both): GraphML uses a
+Each node is labelled with its short name, type, resource (thread or stream) and duration,
+and filled by resource (:mod:`chakra.tools.visualize_style`: CPU threads in blues, GPU
+streams a hue each, communication in reds; dot draws a legend of the fills). Its whole name
+is dot's ``tooltip`` (shown on hover in SVG) and GraphML's ``name`` attribute. Data and
+control dependencies stay distinct edges (a node pair can have both): GraphML uses a
 multigraph whose edges carry ``dependency`` = ``data`` or ``control``; dot draws data deps
 with normal arrows and control deps dashed with tee arrows. Only edges between selected nodes
 are drawn. ``.dot`` and ``.graphml`` are written here; ``.pdf``, ``.svg`` and ``.png`` are
@@ -23,6 +27,16 @@ import networkx as nx
 from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader
 from chakra.fileio import atomic_output
+from chakra.tools.visualize_style import (
+    Placement,
+    duration_us,
+    fills,
+    format_us,
+    legend_text,
+    node_type_name,
+    placement,
+    short_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +56,21 @@ class VisualizerError(ChakraError):
 
 @dataclass(frozen=True)
 class VizNode:
-    """What the drawing needs of one node."""
+    """What the drawing needs of one node: ``type`` is the ``NodeType`` name without
+    ``_NODE``, ``duration_us`` from ``duration_ns`` when present."""
 
     id: int
     name: str
     data_deps: tuple[int, ...]
     ctrl_deps: tuple[int, ...]
+    type: str
+    place: Placement
+    duration_us: float
+
+    def label(self) -> str:
+        """Three lines: short name; type and resource; duration."""
+        where = f"{self.type} · {self.place.resource}" if self.place.resource else self.type
+        return f"{short_name(self.name)}\n{where}\n{format_us(self.duration_us)}"
 
 
 @dataclass(frozen=True)
@@ -106,8 +129,9 @@ def select_nodes(path: PathLike, selection: Selection, max_nodes: int) -> list[V
         for node in reader:
             if selection.matches(node.id, node.name, pattern):
                 chosen.append(
-                    VizNode(node.id, node.name, tuple(node.data_deps), tuple(node.ctrl_deps))
-                )
+                    VizNode(node.id, node.name, tuple(node.data_deps), tuple(node.ctrl_deps),
+                            node_type_name(node.type), placement(node), duration_us(node))
+                )  # fmt: skip
                 if len(chosen) > max_nodes:
                     raise VisualizerError(
                         f"{path} has more than {max_nodes} nodes to draw; select fewer with"
@@ -134,11 +158,16 @@ def _edges(nodes: Sequence[VizNode]) -> Iterable[tuple[int, int, str]]:
 
 
 def to_networkx(nodes: Sequence[VizNode]) -> nx.MultiDiGraph:
-    """A multigraph: node key = id with ``label`` = name; edge key and ``dependency`` attr
-    = ``data`` or ``control``, so both kinds between one pair survive."""
+    """A multigraph: node key = id with ``label`` (:meth:`VizNode.label`), ``name`` (the
+    whole name), ``type``, ``resource`` (empty: none), ``duration_us`` and ``fillcolor``;
+    edge key and ``dependency`` attr = ``data`` or ``control``, so both kinds between one
+    pair survive."""
     graph = nx.MultiDiGraph()
+    colours = fills(node.place for node in nodes)
     for node in nodes:
-        graph.add_node(node.id, label=node.name)
+        graph.add_node(node.id, label=node.label(), name=node.name, type=node.type,
+                       resource=node.place.resource or "", duration_us=node.duration_us,
+                       fillcolor=colours[node.place])  # fmt: skip
     for dep, node_id, kind in _edges(nodes):
         graph.add_edge(dep, node_id, key=kind, dependency=kind)
     return graph
@@ -150,14 +179,29 @@ def dot_quote(text: str) -> str:
     return '"' + escaped.replace("\r", "").replace("\n", "\\n") + '"'
 
 
+def _dot_legend(colours: dict[Placement, str]) -> list[str]:
+    """A dashed box holding one swatch per fill used, in :func:`fills`' order."""
+    lines = ["  subgraph cluster_legend {", '    label="fill: resource"; style=dashed;']
+    for k, (place, colour) in enumerate(colours.items()):
+        text = dot_quote(legend_text(place))
+        lines.append(f'    legend_{k} [label={text}, fillcolor="{colour}"];')
+    lines.append("  }")
+    return lines
+
+
 def to_dot(nodes: Sequence[VizNode]) -> str:
-    """Graphviz source: data deps as normal arrows, control deps as dashed tee arrows."""
-    lines = ["digraph chakra_et {", "  node [shape=box];"]
+    """Graphviz source: labelled, filled nodes with their whole name and id as tooltip; data
+    deps as normal arrows, control deps as dashed tee arrows; a legend of the fills."""
+    colours = fills(node.place for node in nodes)
+    lines = ["digraph chakra_et {", "  node [shape=box, style=filled];"]
     for node in nodes:
-        lines.append(f'  {node.id} [label={dot_quote(node.name)}, tooltip="id {node.id}"];')
+        label, tooltip = dot_quote(node.label()), dot_quote(f"{node.name}\nid {node.id}")
+        fill = colours[node.place]
+        lines.append(f'  {node.id} [label={label}, tooltip={tooltip}, fillcolor="{fill}"];')
     for dep, node_id, kind in _edges(nodes):
         style = "arrowhead=normal" if kind == "data" else "arrowhead=tee, style=dashed"
         lines.append(f"  {dep} -> {node_id} [{style}];")
+    lines.extend(_dot_legend(colours))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
