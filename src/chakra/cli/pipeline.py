@@ -1,5 +1,6 @@
 """``chakra_pipeline``: host + device traces of one or many ranks -> ET+, .et, simulation,
-report, timeline and plot in one folder, with a summary table."""
+what-if runs, report (JSON and HTML), timeline and plot in one folder, with a summary
+table."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import command_line
-from chakra.errors import UsageError
+from chakra.errors import ChakraError, UsageError
 from chakra.fileio.location import location, name_of
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link import LinkOptions
@@ -18,6 +19,42 @@ from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.inputs import ranks_in_folders
 from chakra.pipeline.resume import ET_PREFIX
 from chakra.pipeline.run import summary_table
+from chakra.simulate.what_if import DEFAULT_SCENARIOS, Scenario
+
+
+def _scenario(text: str) -> Scenario:
+    """argparse's type for --what-if: a bad scenario is a usage error (status 2)."""
+    try:
+        return Scenario.parse(text)
+    except ChakraError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--what-if ")) from exc
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the job-wide outputs: plot, page and what-if scenarios."""
+    parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
+    parser.add_argument("--no-html", action="store_true",
+                        help="skip report.html (report.json as a self-contained page)")  # fmt: skip
+    defaults = ", ".join(f"'{s.name}={','.join(r.text for r in s.rules)}'"
+                         for s in DEFAULT_SCENARIOS)  # fmt: skip
+    what_if = parser.add_mutually_exclusive_group()
+    what_if.add_argument(
+        "--what-if",
+        action="append",
+        type=_scenario,
+        metavar="NAME=RULE[,RULE...]",
+        help="a what-if scenario run after the replay, reported in report.json and "
+        "report.html: NAME, then rules as chakra_sim --scale takes them (TARGET=FACTOR: "
+        "compute, comm, cpu, gpu, delay, idle, name:TEXT or a name pattern), e.g. "
+        f"'GPU 2x faster=gpu=0.5'; repeatable; replaces the defaults ({defaults}; one whose "
+        "first rule matches no node is skipped, its other rules matching none are left "
+        "out); a scenario of yours with a rule that matches no node is skipped with a warning",
+    )
+    what_if.add_argument(
+        "--no-what-if",
+        action="store_true",
+        help="run no what-if scenario (each costs one simulation more)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "and rank<r>.kineto.json[.gz], or the reference's names)")  # fmt: skip
     parser.add_argument("--output-dir", type=location, required=True, help="folder for the outputs")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="ranks prepared in parallel")
-    parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
+    _add_output_options(parser)
     parser.add_argument("--allow-pid-mismatch", action="store_true",
                         help="link host and device traces whose process ids differ "
                              "(else an error: they are not one run)")  # fmt: skip
@@ -98,20 +135,36 @@ def _ranks(args: argparse.Namespace) -> list[RankFiles]:
     return [RankFiles(0, args.host_trace, args.device_trace)]
 
 
+def _scenarios(args: argparse.Namespace) -> Optional[list[Scenario]]:
+    """The --what-if scenarios (None: the defaults; empty: --no-what-if)."""
+    if args.no_what_if:
+        return []
+    if not args.what_if:
+        return None
+    names = [scenario.name for scenario in args.what_if]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"--what-if: scenario {twice[0]!r} is given twice")
+    return list(args.what_if)
+
+
 def _run(args: argparse.Namespace) -> None:
     if args.scheduler and args.executor != "dask":
         raise UsageError("--scheduler goes with --executor dask")
+    scenarios = _scenarios(args)
     result = run_pipeline(_ranks(args), args.output_dir, jobs=args.jobs,
                           options=LinkOptions(allow_pid_mismatch=args.allow_pid_mismatch),
                           plot=not args.no_plot, resume=not args.no_resume,
                           max_memory_gb=args.max_memory, executor=args.executor,
                           scheduler=args.scheduler, et_prefix=args.et_prefix,
-                          process_group_metadata=args.process_group_metadata)  # fmt: skip
+                          process_group_metadata=args.process_group_metadata,
+                          what_if=scenarios, html=not args.no_html)  # fmt: skip
     if result.reused:
         print(f"reused {len(result.reused)} of {len(result.ranks)} ranks from an earlier run "
               "(outputs newer than inputs; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
     print(summary_table(result))
-    print(f"outputs in {result.output_dir}: report {name_of(result.report)}, "
+    page = f" and {name_of(result.html)} (open in a browser)" if result.html else ""
+    print(f"outputs in {result.output_dir}: report {name_of(result.report)}{page}, "
           f"timeline {name_of(result.timeline)} (open in https://ui.perfetto.dev)"
           + (f", plot {name_of(result.plot)}" if result.plot else ""))  # fmt: skip
     if result.et_prefix is not None:

@@ -1,5 +1,6 @@
 """``run_pipeline``: link and convert every rank (in worker processes), then simulate them
-together and write the report, timeline and plot.
+together, run the what-if scenarios and write the report, page, timeline and plot
+(:mod:`chakra.pipeline.outputs`).
 
 Output folder layout::
 
@@ -12,7 +13,13 @@ Output folder layout::
     report.json            per rank: link coverage, conversion counts, simulated vs measured,
                            model-only makespan and error, unexplained time on the critical path,
                            and the views (:mod:`chakra.views`): temporal breakdown, overlap,
-                           top kernels, stream idle time by cause, typed critical path
+                           top kernels, stream idle time by cause, typed critical path; the
+                           cross-rank agreement; "what_if": each scenario's rules, node counts,
+                           per-rank makespan and change vs the replay in % (or why skipped)
+    report.html            report.json as one self-contained page (inline CSS and SVG, no
+                           scripts, nothing fetched): summary table, what-if results, per-rank
+                           busy fraction over time, breakdowns and critical path
+                           (:mod:`chakra.views.html_report`); unless turned off
     timeline.json          simulated (and measured) schedule, Chrome/Perfetto JSON
     utilisation.png        busy fraction of each host thread and GPU stream over time,
                            simulated beside measured, one µs axis for every rank
@@ -24,12 +31,10 @@ runs the stage, so Dask workers need the same file system packages and credentia
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, wait
-from pathlib import Path
 from typing import Any, Optional
 
 import msgspec
@@ -37,16 +42,17 @@ import msgspec
 from chakra.convert import ConvertOptions, convert_file
 from chakra.convert.astra_sim import write_comm_groups
 from chakra.errors import ChakraError, FileAccessError
-from chakra.fileio import atomic_output
-from chakra.fileio.location import Location, copy_local_to, join, location, make_folder, missing
+from chakra.fileio.location import Location, join, location, make_folder, missing
 from chakra.link import LinkOptions
 from chakra.link.batch import link_files
+from chakra.pipeline.outputs import OutputOptions, agreement_entry, write_outputs
 from chakra.pipeline.resume import ET_PREFIX, rank_outputs, reusable_entry, write_rank_report
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
-from chakra.ranks import Agreement, agree_files, rewrite_files
+from chakra.ranks import agree_files, rewrite_files
 from chakra.simulate.analysis import critical_path
 from chakra.simulate.result import RankResult, rank_results
-from chakra.simulate.run import chrome_trace, simulate_files
+from chakra.simulate.run import simulate_files
+from chakra.simulate.what_if import Scenario, WhatIf
 from chakra.views import rank_views
 
 logger = logging.getLogger(__name__)
@@ -72,6 +78,8 @@ class PipelineResult(msgspec.Struct, frozen=True):
     reused: list[int] = []
     et_prefix: Optional[Location] = None  # the .et files are ET_PREFIX.<rank>.et
     comm_groups: Optional[Location] = None  # ASTRA-sim's group file, if the job has groups
+    html: Optional[Location] = None  # report.html, unless turned off
+    what_if: list[WhatIf] = []  # the what-if scenarios, run or skipped (with a note)
 
 
 class Execution(msgspec.Struct, frozen=True):
@@ -191,6 +199,8 @@ def run_pipeline(
     max_memory_gb: Optional[float] = None,
     executor: str = "process",
     scheduler: Optional[str] = None,
+    what_if: Optional[Sequence[Scenario]] = None,
+    html: bool = True,
 ) -> PipelineResult:
     """Run every stage for ``ranks`` (simulated together, so collectives meet) and write
     the outputs; raises ChakraError naming the rank and file at the first failure.
@@ -207,6 +217,9 @@ def run_pipeline(
     ``max_memory_gb``: a budget in GiB for the ranks in flight at once, each estimated at
     ``PEAK_PER_INPUT_BYTE`` (2) times its uncompressed input size; one rank always runs.
     ``et_prefix``, ``process_group_metadata``: see the module doc and ``ConvertOptions``.
+    ``what_if``: scenarios run after the replay (one more simulation each); None runs
+    :data:`~chakra.simulate.what_if.DEFAULT_SCENARIOS`, an empty list none. ``plot`` and
+    ``html``: write ``utilisation.png`` and ``report.html``.
     """
     if not et_prefix or "/" in et_prefix:
         raise ChakraError(f"--et-prefix {et_prefix!r}: a file name prefix, without '/'")
@@ -234,29 +247,12 @@ def run_pipeline(
         entry["simulation"] = msgspec.to_builtins(result)
         entry["critical_path"] = [list(item) for item in critical_path(engine, r)]
         entry["views"] = msgspec.to_builtins(views[r])
-    timeline = join(output_dir, "timeline.json")
-    with atomic_output(timeline, text=True) as out:
-        json.dump(chrome_trace(engine, compare=True), out)
-    picture = None
-    if plot:
-        picture = join(output_dir, "utilisation.png")
-        _plot(engine, picture)
-    report = join(output_dir, "report.json")
-    with atomic_output(report, text=True) as out:
-        json.dump({"ranks": prepared, "agreement": _agreement_entry(agreement, rewritten)},
-                  out, indent=2, sort_keys=True)  # fmt: skip
-    return PipelineResult(output_dir, prepared, timeline, picture, report, reused,
-                          join(output_dir, et_prefix), groups)  # fmt: skip
-
-
-def _agreement_entry(agreement: Agreement, rewritten: list[int]) -> dict[str, Any]:
-    """What the cross-rank step filled (rewriting those ranks' ``.et``) and found."""
-    return {
-        "counts": agreement.counts, "notes": agreement.notes,
-        "groups_compared": agreement.compared, "groups_not_compared": agreement.not_compared,
-        "disagreements": [d.message() for d in agreement.disagreements],
-        "ranks_rewritten": rewritten,
-    }  # fmt: skip
+    scenarios = None if what_if is None else tuple(what_if)
+    files = write_outputs(engine, prepared, agreement_entry(agreement, rewritten), output_dir,
+                          OutputOptions(plot, html, scenarios))  # fmt: skip
+    return PipelineResult(output_dir, prepared, files.timeline, files.plot, files.report,
+                          reused, join(output_dir, et_prefix), groups, files.html,
+                          files.what_if)  # fmt: skip
 
 
 def _check_inputs(ranks: list[RankFiles]) -> None:
@@ -268,19 +264,6 @@ def _check_inputs(ranks: list[RankFiles]) -> None:
         kind, rank = inputs[absent[0]]
         more = f"; {len(absent) - 1} more inputs are missing" if len(absent) > 1 else ""
         raise FileAccessError(f"{absent[0]}: no such file (the {kind} trace of rank {rank}){more}")
-
-
-def _plot(engine: Any, picture: Location) -> None:
-    """The utilisation plot, drawn into a local file first when ``picture`` is a URL."""
-    from chakra.simulate.plot import plot_utilisation
-
-    if isinstance(picture, Path):
-        plot_utilisation(engine, picture)
-        return
-    with tempfile.TemporaryDirectory(prefix="chakra-plot-") as scratch:
-        local = Path(scratch) / "utilisation.png"
-        plot_utilisation(engine, local)
-        copy_local_to(local, picture)
 
 
 def _execution(

@@ -1,0 +1,99 @@
+"""The pipeline's job-wide outputs, after the replay: what-if runs, then ``timeline.json``,
+``utilisation.png``, ``report.json`` and ``report.html``, each written whole or not at all,
+at a path or a URL."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+import msgspec
+
+from chakra.fileio import atomic_output
+from chakra.fileio.location import Location, copy_local_to, join, name_of
+from chakra.ranks import Agreement
+from chakra.simulate.engine import Engine
+from chakra.simulate.run import chrome_trace
+from chakra.simulate.what_if import DEFAULT_SCENARIOS, Scenario, WhatIf, run_scenarios
+from chakra.views.busy import busy_series
+from chakra.views.html_report import write_report_html
+
+
+class OutputOptions(msgspec.Struct, frozen=True):
+    """Which optional outputs to write. ``what_if`` None: :data:`DEFAULT_SCENARIOS` (which
+    adapt to the job, see :func:`run_scenarios`); empty: no what-if runs; else those
+    scenarios, run as given or skipped with a note."""
+
+    plot: bool = True
+    html: bool = True
+    what_if: Optional[tuple[Scenario, ...]] = None
+
+
+class OutputFiles(msgspec.Struct, frozen=True):
+    """Where the job-wide outputs went (None: not written) and the what-if results."""
+
+    timeline: Location
+    plot: Optional[Location]
+    report: Location
+    html: Optional[Location]
+    what_if: list[WhatIf]
+
+
+def agreement_entry(agreement: Agreement, rewritten: list[int]) -> dict[str, Any]:
+    """What the cross-rank step filled (rewriting those ranks' ``.et``) and found."""
+    return {
+        "counts": agreement.counts, "notes": agreement.notes,
+        "groups_compared": agreement.compared, "groups_not_compared": agreement.not_compared,
+        "disagreements": [d.message() for d in agreement.disagreements],
+        "ranks_rewritten": rewritten,
+    }  # fmt: skip
+
+
+def write_outputs(
+    engine: Engine,
+    entries: Sequence[dict[str, Any]],
+    agreement: dict[str, Any],
+    folder: Location,
+    options: OutputOptions,
+) -> OutputFiles:
+    """Run the what-if scenarios on ``engine`` (after its run; left as it was), then write
+    the timeline, plot, report (``entries``: the rank entries; ``agreement``: from
+    :func:`agreement_entry`) and page into ``folder``."""
+    if options.what_if is None:
+        what_if = run_scenarios(engine, DEFAULT_SCENARIOS, adapt=True)
+    else:
+        what_if = run_scenarios(engine, options.what_if)
+    timeline = join(folder, "timeline.json")
+    with atomic_output(timeline, text=True) as out:
+        json.dump(chrome_trace(engine, compare=True), out)
+    picture = None
+    if options.plot:
+        picture = join(folder, "utilisation.png")
+        _plot(engine, picture)
+    document = {"ranks": list(entries), "agreement": agreement,
+                "what_if": [msgspec.to_builtins(w) for w in what_if]}  # fmt: skip
+    report = join(folder, "report.json")
+    with atomic_output(report, text=True) as out:
+        json.dump(document, out, indent=2, sort_keys=True)
+    page = None
+    if options.html:
+        page = join(folder, "report.html")
+        title = f"Chakra pipeline report: {name_of(folder) or folder}"
+        write_report_html(page, document, busy_series(engine), title)
+    return OutputFiles(timeline, picture, report, page, what_if)
+
+
+def _plot(engine: Engine, picture: Location) -> None:
+    """The utilisation plot, drawn into a local file first when ``picture`` is a URL."""
+    from chakra.simulate.plot import plot_utilisation
+
+    if isinstance(picture, Path):
+        plot_utilisation(engine, picture)
+        return
+    with tempfile.TemporaryDirectory(prefix="chakra-plot-") as scratch:
+        local = Path(scratch) / "utilisation.png"
+        plot_utilisation(engine, local)
+        copy_local_to(local, picture)

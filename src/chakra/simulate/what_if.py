@@ -1,0 +1,181 @@
+"""What-if runs: the replay again on copies of the graphs with some durations scaled
+(:class:`~chakra.simulate.analysis.ScaleRule`) and/or collectives timed by a network model,
+and how each rank's makespan changes.
+
+A :class:`Scenario` names a set of rules (``"GPU 2x faster=gpu=0.5"``); :func:`run_what_if`
+runs one set of rules and :func:`run_scenarios` several, with the policy the pipeline needs:
+its default scenarios adapt to the job (one whose first rule matches no node, e.g. ``gpu`` on
+a CPU-only trace, is skipped; its other rules that match none are left out; each with a
+note), while a scenario the user asked for runs as given or is skipped whole, with a note.
+Each scenario costs one more simulation of every rank.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Optional
+
+import msgspec
+import numpy as np
+
+from chakra.errors import ChakraError
+from chakra.simulate.analysis import ScaleRule, scaled_graphs
+from chakra.simulate.engine import Engine
+from chakra.simulate.model import SimGraph
+from chakra.simulate.network import NetworkModel
+
+logger = logging.getLogger(__name__)
+
+
+class Scenario(msgspec.Struct, frozen=True):
+    """A named what-if: ``rules`` applied together (factors of rules matching one node
+    multiply), and optionally a network model timing the collectives; ``description``
+    says what it means in words."""
+
+    name: str
+    rules: tuple[ScaleRule, ...]
+    network: Optional[NetworkModel] = None
+    description: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> Scenario:
+        """``NAME=RULE[,RULE...]``, each RULE ``TARGET=FACTOR`` as ``chakra_sim --scale``
+        takes it (so a NAME holds no ``=`` and a rule's target no ``,``). Raises
+        ChakraError naming ``text`` when it does not parse."""
+        name, sep, rest = text.partition("=")
+        name = name.strip()
+        if not sep or not name or not rest.strip():
+            raise ChakraError(
+                f"--what-if {text!r}: expected NAME=RULE[,RULE...], e.g. 'GPU 2x faster=gpu=0.5'"
+            )
+        rules = []
+        for part in (p.strip() for p in rest.split(",")):
+            try:
+                rules.append(ScaleRule.parse(part))
+            except ChakraError as exc:
+                reason = str(exc).removeprefix(f"--scale {part}: ")
+                message = f"rule {part!r} of scenario {name!r}: {reason}"
+                raise ChakraError(
+                    f"--what-if {text!r}: {message} (a scenario is NAME=RULE[,RULE...])"
+                ) from exc
+        return cls(name, tuple(rules))
+
+
+def _default(name: str, rules: str, description: str) -> Scenario:
+    return Scenario(name, tuple(ScaleRule.parse(r) for r in rules.split(",")),
+                    description=description)  # fmt: skip
+
+
+#: What a performance engineer asks first, in the classes of ``ScaleRule``: ``gpu`` every
+#: op on a GPU stream (collective kernels too, hence ``comm=2`` to keep the network's time,
+#: as tests/simulate/test_what_if_truth.py checks against a recording), ``comm`` every
+#: communication op, ``cpu`` every op off the GPU; ``delay`` and ``idle`` the measured time
+#: the graph does not explain.
+DEFAULT_SCENARIOS = (
+    _default("GPU compute 2x faster", "gpu=0.5,comm=2",
+             "GPU kernels, memcpys and memsets take half their time; communication keeps its "
+             "own (comm=2 undoes gpu=0.5 on collective kernels)"),
+    _default("communication 2x faster", "comm=0.5",
+             "every collective, send and receive takes half its time"),
+    _default("CPU 2x faster", "cpu=0.5",
+             "every op off the GPU (host ops, and CPU collectives such as gloo's) takes half "
+             "its time"),
+    _default("no unexplained time", "delay=0,idle=0",
+             "[delay] and [idle] nodes (measured time the graph does not explain) take none: "
+             "the model-only makespan"),
+)  # fmt: skip
+
+
+class RankWhatIf(msgspec.Struct, frozen=True):
+    """One rank under a what-if: its makespan (µs), the replay's, and the change in percent
+    of the replay's (negative: faster; None when the replay's makespan is 0)."""
+
+    rank: int
+    makespan_us: float
+    replay_makespan_us: float
+    change_pct: Optional[float]
+
+
+class WhatIf(msgspec.Struct, frozen=True):
+    """The outcome of one scenario. ``rules``: the rule texts applied, ``nodes_matched``
+    how many nodes (all ranks) each matched; ``network``: the network model's text, if any.
+    ``ranks`` is empty when the scenario was skipped; ``note`` says why, or which rules
+    were dropped."""
+
+    name: str
+    rules: list[str]
+    nodes_matched: list[int]
+    ranks: list[RankWhatIf]
+    network: Optional[str] = None
+    note: Optional[str] = None
+    description: str = ""
+
+
+def makespans(engine: Engine) -> list[float]:
+    """Each rank's first start to last end (µs) after ``engine.run()``; 0 for no nodes."""
+    out = []
+    for start, end in zip(engine.start, engine.end):
+        starts, ends = np.frombuffer(start, np.float64), np.frombuffer(end, np.float64)
+        out.append(float(ends.max() - starts.min()) if len(starts) else 0.0)
+    return out
+
+
+def nodes_matched(graphs: Sequence[SimGraph], rules: Sequence[ScaleRule]) -> list[int]:
+    """How many nodes of ``graphs`` (all ranks) each rule matches. One pass per rule."""
+    return [sum(int(rule.mask(graph).sum()) for graph in graphs) for rule in rules]
+
+
+def run_what_if(
+    engine: Engine,
+    rules: Sequence[ScaleRule],
+    network: Optional[NetworkModel] = None,
+    name: str = "what-if",
+) -> WhatIf:
+    """Simulate copies of ``engine``'s graphs (after its ``run()``) with ``rules`` applied
+    and, when given, collectives timed by ``network`` (else ``engine``'s own model); the
+    graphs and times of ``engine`` are left as they were. Raises ChakraError naming the
+    first rule that matches no node in any rank."""
+    graphs, counts = scaled_graphs(engine.graphs, rules)
+    scaled = Engine(graphs, network) if network is not None else engine.with_graphs(graphs)
+    scaled.run()
+    ranks = []
+    for graph, replay, makespan in zip(engine.graphs, makespans(engine), makespans(scaled)):
+        change = 100.0 * (makespan - replay) / replay if replay > 0 else None
+        ranks.append(RankWhatIf(graph.rank, makespan, replay, change))
+    text = None
+    if network is not None:
+        text = f"{network.topology}:{network.bandwidth_gbps:g}:{network.latency_us:g}"
+    return WhatIf(name, [rule.text for rule in rules], counts, ranks, text)
+
+
+def _no_match(rules: list[str], joint: str) -> str:
+    return f"{', '.join(rules)}{joint}{'matches' if len(rules) == 1 else 'match'} no node"
+
+
+def run_scenarios(
+    engine: Engine, scenarios: Sequence[Scenario], adapt: bool = False
+) -> list[WhatIf]:
+    """:func:`run_what_if` of every scenario, in order. A scenario with a rule that
+    matches no node is skipped; but when ``adapt`` (the defaults), only when that is its
+    first rule: its other rules that match none are left out and it runs with the rest.
+    Either way the :class:`WhatIf` says so in its ``note``, and a skipped scenario that
+    was not adapted is logged as a warning."""
+    out = []
+    for scenario in scenarios:
+        counts = nodes_matched(engine.graphs, scenario.rules)
+        unmatched = [rule.text for rule, count in zip(scenario.rules, counts) if not count]
+        kept = [rule for rule, count in zip(scenario.rules, counts) if count]
+        if unmatched and (not adapt or (counts and not counts[0])):
+            note = f"skipped: {_no_match(unmatched, ' ')}"
+            if not adapt:
+                logger.warning("what-if %r %s", scenario.name, note)
+            out.append(WhatIf(scenario.name, [rule.text for rule in scenario.rules], counts,
+                              [], note=note, description=scenario.description))  # fmt: skip
+            continue
+        result = run_what_if(engine, kept, scenario.network, scenario.name)
+        note = f"left out {_no_match(unmatched, ', which ')}" if unmatched else None
+        out.append(msgspec.structs.replace(result, note=note, description=scenario.description))
+    logger.info("what-if: %d scenarios, %d run (one simulation each)", len(out),
+                sum(1 for w in out if w.ranks))  # fmt: skip
+    return out

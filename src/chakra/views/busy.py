@@ -1,0 +1,80 @@
+"""Busy fraction over time of every host thread and GPU stream of every rank, simulated and
+measured, as numbers (the data of the pipeline's utilisation picture, which ``report.html``
+draws as SVG without matplotlib)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import msgspec
+import numpy as np
+
+from chakra.simulate.engine import Engine
+from chakra.simulate.plot import BINS, resource_label, utilisation
+
+
+class BusyBand(msgspec.Struct, frozen=True):
+    """One resource of one rank: ``simulated`` and ``measured`` busy fractions (0-1, may
+    exceed 1 where nodes of one resource overlap) in each of the series' bins; ``measured``
+    None when the graph has no measured starts."""
+
+    resource: str
+    gpu: bool
+    simulated: list[float]
+    measured: Optional[list[float]]
+
+
+class RankBusy(msgspec.Struct, frozen=True):
+    """A rank's bands: host threads first, then GPU streams."""
+
+    rank: int
+    bands: list[BusyBand]
+
+
+class BusySeries(msgspec.Struct, frozen=True):
+    """Every rank on one time axis: ``bins`` equal bins over ``span_us`` µs, from the job's
+    first simulated start (simulated) and first measured start (measured); ``span_us`` is
+    the longer of the two spans, as in :func:`chakra.simulate.plot.utilisation_figure`."""
+
+    span_us: float
+    bins: int
+    ranks: list[RankBusy]
+
+
+def _origin_and_span(schedules: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+    known = [(s[s >= 0], e[s >= 0]) for s, e in schedules if (s >= 0).any()]
+    if not known:
+        return 0.0, 0.0
+    origin = min(float(s.min()) for s, _ in known)
+    return origin, max(float(e.max()) for _, e in known) - origin
+
+
+def busy_series(engine: Engine) -> BusySeries:
+    """The :class:`BusySeries` of ``engine`` after ``run()``: :data:`BINS` bins, two sorts
+    and two binary searches per resource and schedule."""
+    simulated = [(np.frombuffer(s, np.float64), np.frombuffer(e, np.float64))
+                 for s, e in zip(engine.start, engine.end)]  # fmt: skip
+    measured = []
+    for graph in engine.graphs:
+        starts = np.frombuffer(graph.measured_start_us, np.float64)
+        measured.append((starts, starts + np.frombuffer(graph.duration_us, np.float64)))
+    sim_origin, sim_span = _origin_and_span(simulated)
+    measured_origin, measured_span = _origin_and_span(measured)
+    span = max(sim_span, measured_span, 1e-9)
+    ranks = []
+    for graph, (s_start, s_end), (m_start, m_end) in zip(engine.graphs, simulated, measured):
+        resource = np.frombuffer(graph.resource, dtype=np.int64)
+        keys = graph.resources
+        has_measured = bool((m_start >= 0).any())
+        bands = []
+        for slot in sorted(range(len(keys)), key=lambda k: (keys[k][0] != "thread", keys[k])):
+            mine = resource == slot
+            sim = utilisation(s_start, s_end, np.flatnonzero(mine).tolist(), sim_origin, span)
+            meas = None
+            if has_measured:
+                nodes = np.flatnonzero(mine & (m_start >= 0)).tolist()
+                meas = utilisation(m_start, m_end, nodes, measured_origin, span)
+            gpu = keys[slot][0] == "stream" or keys[slot] == ("slot", "gpu")
+            bands.append(BusyBand(resource_label(keys[slot]), gpu, sim, meas))
+        ranks.append(RankBusy(graph.rank, bands))
+    return BusySeries(span, BINS, ranks)
