@@ -39,7 +39,7 @@ PROMISED = {
     "chakra_pipeline --trace-dir traces/ --output-dir results/": [
         "results/rank0.et_plus.json", "results/rank1.et_plus.json", "results/workload.0.et",
         "results/workload.1.et", "results/workload.comm_groups.json", "results/report.json",
-        "results/timeline.json", "results/utilisation.png",
+        "results/timeline.json", "results/utilisation.png", "results/report.html",
     ],
     "chakra_trace_link": [
         "rank0.et_plus.json", "rank0.link.json", "rank1.et_plus.json", "rank1.link.json",
@@ -152,6 +152,8 @@ def _check_output(path: Path) -> None:
         assert len(read_et(path)[1]) > 10, path
     elif path.suffix == ".dot":
         assert path.read_text().startswith("digraph"), path
+    elif path.suffix == ".html":
+        assert path.read_text().lstrip().lower().startswith("<!doctype html>"), path
 
 
 @pytest.mark.parametrize("index", range(len(RUN)), ids=[f"line{b.line}" for b in RUN])

@@ -17,7 +17,7 @@ from chakra.errors import FileAccessError, UsageError
 from chakra.fileio import atomic_output
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.ranks.files import simulate_agreed
-from chakra.simulate.analysis import ScaleRule, critical_path, log_reference_lines, scaled_graphs
+from chakra.simulate.analysis import ScaleRule, critical_path, log_reference_lines
 from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
 from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
@@ -25,6 +25,7 @@ from chakra.simulate.plot import PlotFormatError, image_format, plot_makespans, 
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import chrome_trace, simulate_astra_files
 from chakra.simulate.untimed import untimed_communication
+from chakra.simulate.what_if import run_what_if
 
 THREADS_STREAMS, ASTRA_SIM = "threads-streams", "astra-sim"
 logger = logging.getLogger(__name__)
@@ -129,10 +130,8 @@ def _what_if(
     timed by a network model, and how many nodes each rule matched."""
     if not rules and network is None:
         return [None] * len(engine.graphs), []
-    graphs, counts = scaled_graphs(engine.graphs, rules)
-    scaled = Engine(graphs, network) if network is not None else engine.with_graphs(graphs)
-    scaled.run()
-    return [result.simulated_makespan_us for result in rank_results(scaled)], counts
+    outcome = run_what_if(engine, rules, network)
+    return [rank.makespan_us for rank in outcome.ranks], outcome.nodes_matched
 
 
 def _replay(
