@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-resume",
         action="store_true",
-        help="redo every rank, even those whose outputs are newer than inputs",
+        help="redo every rank, even those finished earlier from the same inputs",
     )
     parser.add_argument(
         "--max-memory",
@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> None:
                           process_group_metadata=args.process_group_metadata)  # fmt: skip
     if result.reused:
         print(f"reused {len(result.reused)} of {len(result.ranks)} ranks from an earlier run "
-              "(outputs newer than inputs; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
+              "(same inputs, by content; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
     print(summary_table(result))
     print(f"outputs in {result.output_dir}: report {name_of(result.report)}, "
           f"timeline {name_of(result.timeline)} (open in https://ui.perfetto.dev)"
