@@ -60,3 +60,9 @@ class UsageError(ChakraError):
 class WrongTraceKindError(TraceFormatError):
     """A file holds another kind of trace than the one asked for (e.g. a Kineto trace given
     where a Chakra ET is read)."""
+
+
+class ArchiveError(ChakraError):
+    """An archive cannot be read (truncated, corrupt, not an archive) or holds a member that
+    safe extraction refuses (a link, a special file, a path leaving the target, over a size
+    limit); the message names the archive and, where one is at fault, the member."""

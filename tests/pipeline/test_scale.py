@@ -91,7 +91,7 @@ def test_an_interrupted_run_redoes_only_the_missing_ranks(
     )
 
 
-def test_a_newer_input_or_other_options_redo_a_rank(
+def test_a_changed_input_or_no_resume_redo_a_rank(
     job: list[RankFiles], serial: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
@@ -99,9 +99,12 @@ def test_a_newer_input_or_other_options_redo_a_rank(
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     fresh = inputs / job[2].host.name
-    shutil.copy(job[2].host, fresh)  # a newer mtime than the outputs
+    shutil.copy(job[2].host, fresh)  # a newer mtime than the outputs, the same bytes
     changed = [RankFiles(f.rank, fresh, f.device) if f.rank == 2 else f for f in job]
-    assert run_pipeline(changed, out, plot=False).reused == [0, 1, 3, 4, 5]
+    assert run_pipeline(changed, out, plot=False).reused == list(range(RANKS))
+    fresh.write_bytes(gzip.compress(gzip.decompress(fresh.read_bytes()), mtime=1))
+    assert run_pipeline(changed, out, plot=False).reused == [0, 1, 3, 4, 5]  # other bytes
+    assert_same_outputs(out, serial)
     assert run_pipeline(job, out, plot=False, resume=False).reused == []
 
 

@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-resume",
         action="store_true",
-        help="redo every rank, even those whose outputs are newer than inputs",
+        help="redo every rank, even those finished earlier from the same inputs",
     )
     parser.add_argument(
         "--max-memory",
@@ -161,7 +161,7 @@ def _run(args: argparse.Namespace) -> None:
                           what_if=scenarios, html=not args.no_html)  # fmt: skip
     if result.reused:
         print(f"reused {len(result.reused)} of {len(result.ranks)} ranks from an earlier run "
-              "(outputs newer than inputs; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
+              "(same inputs, by content; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
     print(summary_table(result))
     page = f" and {name_of(result.html)} (open in a browser)" if result.html else ""
     print(f"outputs in {result.output_dir}: report {name_of(result.report)}{page}, "

@@ -1,33 +1,65 @@
-"""Resuming an interrupted run: a rank whose outputs are complete and newer than its inputs
-is reused instead of linked and converted again.
+"""Resuming an interrupted run by content: a rank is reused only when the outputs it left are
+the ones this package wrote, from the same inputs, with the same version and options.
 
-A rank is complete when ``rank<r>.et_plus.json``, ``PREFIX.<r>.et`` and ``rank<r>.report.json``
-(its link and convert reports, written atomically after the other two) all exist, each is
-newer than both input traces, and the report was made with the same options.
+Each rank's ``rank<r>.report.json`` is its *manifest*, written atomically after its two other
+outputs: the chakra version, the link and convert options, each input's path, size and
+SHA-256 (taken before the input is read, so an input replaced during the run does not match
+on the next), each output's size and SHA-256 as written (``rank<r>.et_plus.json`` and
+``PREFIX.<r>.et``, the latter again after the cross-rank step rewrites it), and the rank's
+link and convert reports. A rank is reused only when its manifest parses and the version and
+options match, the current inputs have the recorded sizes then digests, and the outputs on
+disk have the recorded sizes then digests. Anything else recomputes the rank, with one INFO
+line saying why: no manifest (outputs that some other program put there, e.g. shipped in an
+archive), options differ, inputs changed, outputs modified, and so on.
 
-The folder may be a URL (see :mod:`chakra.fileio.location`). Where its file system does not
-report modification times, a rank whose three outputs exist (and whose report has the same
-options) counts as finished: the report is written last and appears whole, so a finished
-report file is a finished rank.
+File times play no part: a trace replaced by an older-dated copy (``cp -p``, ``rsync -a``,
+``tar x``) is a changed input, and a touched but identical one is not. Checking costs one
+read of each input and output (SHA-256 streams at about 1.3 GB/s per core; see
+:mod:`chakra.fileio.digest`), far less than linking and converting them again. The folder and
+inputs may be URLs (see :mod:`chakra.fileio.location`); they are read the same way.
+
+What this does not stop: someone who can write the output folder while the run writes it, or
+who forges a manifest together with the outputs it describes (the manifest is not signed).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Optional
 
 import msgspec
 
+import chakra
 from chakra.errors import ChakraError
 from chakra.fileio import atomic_output, read_input
-from chakra.fileio.location import Location, join, modified_ns
+from chakra.fileio.digest import FileDigest, file_digest, file_size
+from chakra.fileio.location import Location, join, missing
 
 logger = logging.getLogger(__name__)
 
 
 #: The default ``PREFIX`` of the ``.et`` files: ASTRA-sim loads ``PREFIX.<rank>.et``.
 ET_PREFIX = "workload"
+#: The version of the code that runs (not the installed distribution's metadata, which may
+#: describe another checkout than the one imported).
+VERSION = chakra.__version__
+
+
+class Manifest(msgspec.Struct, frozen=True):
+    """What one rank's outputs were made from and what they were: see the module doc."""
+
+    chakra_version: str
+    options: Any
+    inputs: tuple[FileDigest, ...]  # host, device
+    outputs: tuple[FileDigest, ...]  # et_plus, et
+    entry: dict[str, Any]
+
+
+class Verdict(msgspec.Struct, frozen=True):
+    """Whether a rank can be reused: its stored report entry, or why it is recomputed."""
+
+    entry: Optional[dict[str, Any]]
+    reason: str = ""
 
 
 def rank_outputs(
@@ -38,23 +70,89 @@ def rank_outputs(
             join(folder, f"rank{rank}.report.json"))  # fmt: skip
 
 
-def write_rank_report(path: Location, entry: dict[str, Any], options: Any) -> None:
-    """Store one rank's report entry with the options that made it (atomically)."""
-    with atomic_output(path, text=True) as out:
-        json.dump({"options": msgspec.to_builtins(options), "entry": entry}, out,
-                  indent=2, sort_keys=True)  # fmt: skip
+def digest_inputs(inputs: tuple[Location, ...]) -> tuple[FileDigest, ...]:
+    """The inputs' digests, to take before reading them for :func:`write_rank_report`."""
+    return tuple(file_digest(path) for path in inputs)
 
 
-def _outputs_newer(outputs: tuple[Location, ...], inputs: tuple[Location, ...]) -> bool:
-    """Whether every output is newer than every input; True when a time is unknown (then
-    the outputs existing is enough). A missing file raises ``OSError``."""
-    input_times = [modified_ns(path) for path in inputs]
-    output_times = [modified_ns(path) for path in outputs]
-    known_inputs = [t for t in input_times if t is not None]
-    known_outputs = [t for t in output_times if t is not None]
-    if len(known_inputs) < len(inputs) or len(known_outputs) < len(outputs):
-        return True
-    return min(known_outputs) > max(known_inputs)
+def write_rank_report(
+    path: Location,
+    entry: dict[str, Any],
+    options: Any,
+    inputs: tuple[FileDigest, ...],
+    outputs: tuple[Location, ...],
+) -> None:
+    """Store one rank's manifest (atomically, after its ``outputs`` are complete): its
+    report ``entry``, the ``options`` and ``inputs`` (digests) that made it, and the
+    digests of ``outputs`` (et_plus, et) as they are now."""
+    manifest = Manifest(VERSION, msgspec.to_builtins(options), inputs,
+                        tuple(file_digest(output) for output in outputs), entry)  # fmt: skip
+    with atomic_output(path, compress=False) as out:
+        out.write(msgspec.json.format(msgspec.json.encode(manifest), indent=2))
+
+
+def note_rewritten(folder: Location, ranks: list[int], et_prefix: str = ET_PREFIX) -> None:
+    """Record in their manifests the new digest of the ``.et`` files of ``ranks``, which the
+    cross-rank step has just rewritten; a rank without a readable manifest is left as it is
+    (it will be recomputed)."""
+    for rank in ranks:
+        _, et, report = rank_outputs(folder, rank, et_prefix)
+        manifest = _load(report)
+        if manifest is None or len(manifest.outputs) != 2:
+            continue
+        outputs = (manifest.outputs[0], file_digest(et))
+        with atomic_output(report, compress=False) as out:
+            updated = msgspec.structs.replace(manifest, outputs=outputs)
+            out.write(msgspec.json.format(msgspec.json.encode(updated), indent=2))
+
+
+def _load(report: Location) -> Optional[Manifest]:
+    """The manifest at ``report``, or None if it is missing or not one."""
+    try:
+        return msgspec.json.decode(read_input(report), type=Manifest)
+    except (OSError, ChakraError, msgspec.DecodeError):
+        return None
+
+
+def _same_files(recorded: tuple[FileDigest, ...], current: tuple[Location, ...]) -> bool:
+    """Whether the files ``current`` hold the ``recorded`` bytes: every size first (cheap),
+    then the digests."""
+    if len(recorded) != len(current):
+        return False
+    if any(file_size(path) != record.size for path, record in zip(current, recorded)):
+        return False
+    return all(file_digest(path).same_content(r) for path, r in zip(current, recorded))
+
+
+def check_rank(
+    folder: Location,
+    rank: int,
+    inputs: tuple[Location, Location],
+    options: Any,
+    et_prefix: str = ET_PREFIX,
+) -> Verdict:
+    """Whether ``rank`` can be reused from ``folder``: see the module doc. ``options``: the
+    link and convert options, anything msgspec turns into JSON."""
+    et_plus, et, report = rank_outputs(folder, rank, et_prefix)
+    absent = missing([et_plus, et, report])
+    if len(absent) == 3:
+        return Verdict(None, "not computed yet")
+    manifest = _load(report) if report not in absent else None
+    if manifest is None:
+        return Verdict(None, "no manifest" if report in absent else "manifest unreadable")
+    if manifest.chakra_version != VERSION:
+        return Verdict(None, f"made by chakra {manifest.chakra_version}, this is {VERSION}")
+    if manifest.options != msgspec.to_builtins(options) or manifest.entry.get("rank") != rank:
+        return Verdict(None, "options differ")
+    if not _same_files(manifest.inputs, inputs):
+        return Verdict(None, "inputs changed")
+    if absent:
+        return Verdict(None, "outputs missing")
+    if not _same_files(manifest.outputs, (et_plus, et)):
+        return Verdict(None, "outputs modified")
+    entry = dict(manifest.entry)
+    entry["et_plus"], entry["et"] = str(et_plus), str(et)
+    return Verdict(entry)
 
 
 def reusable_entry(
@@ -64,20 +162,13 @@ def reusable_entry(
     options: Any,
     et_prefix: str = ET_PREFIX,
 ) -> Optional[dict[str, Any]]:
-    """The stored report entry of ``rank`` if its outputs are complete, newer than both
-    ``inputs`` (by modification time) and made with ``options`` (link and convert options,
-    anything msgspec turns into JSON); else None."""
-    outputs = rank_outputs(folder, rank, et_prefix)
+    """The stored report entry of ``rank`` if :func:`check_rank` reuses it, else None (with
+    an INFO line saying why, unless the rank was never computed there)."""
     try:
-        if not _outputs_newer(outputs, inputs):
-            return None
-        stored = json.loads(read_input(outputs[2]))
-    except (OSError, ValueError, ChakraError):
-        return None
-    if not isinstance(stored, dict) or stored.get("options") != msgspec.to_builtins(options):
-        return None
-    entry = stored.get("entry")
-    if not isinstance(entry, dict) or entry.get("rank") != rank:
-        return None
-    entry["et_plus"], entry["et"] = str(outputs[0]), str(outputs[1])
-    return entry
+        verdict = check_rank(folder, rank, inputs, options, et_prefix)
+    except ChakraError as exc:  # an output or input unreadable: linking will say, if need be
+        verdict = Verdict(None, f"cannot check: {exc}")
+    if verdict.entry is None:
+        level = logging.DEBUG if verdict.reason == "not computed yet" else logging.INFO
+        logger.log(level, "rank %d: recomputed (%s)", rank, verdict.reason)
+    return verdict.entry

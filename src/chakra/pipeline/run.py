@@ -9,7 +9,8 @@ Output folder layout::
                            ASTRA-sim loads with --workload-configuration=PREFIX
     PREFIX.comm_groups.json  ASTRA-sim's communicator groups ({"<pg_name>": [ranks]}), when
                            the job has process groups (--comm-group-configuration)
-    rank<r>.report.json    that rank's link and convert reports (for resuming)
+    rank<r>.report.json    that rank's link and convert reports, and the manifest resuming
+                           trusts (digests of its inputs and outputs; :mod:`.resume`)
     report.json            per rank: link coverage, conversion counts, simulated vs measured,
                            model-only makespan and error, unexplained time on the critical path,
                            and the views (:mod:`chakra.views`): temporal breakdown, overlap,
@@ -46,7 +47,14 @@ from chakra.fileio.location import Location, join, location, make_folder, missin
 from chakra.link import LinkOptions
 from chakra.link.batch import link_files
 from chakra.pipeline.outputs import OutputOptions, agreement_entry, write_outputs
-from chakra.pipeline.resume import ET_PREFIX, rank_outputs, reusable_entry, write_rank_report
+from chakra.pipeline.resume import (
+    ET_PREFIX,
+    digest_inputs,
+    note_rewritten,
+    rank_outputs,
+    reusable_entry,
+    write_rank_report,
+)
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
 from chakra.ranks import agree_files, rewrite_files
 from chakra.simulate.analysis import critical_path
@@ -103,6 +111,7 @@ class RankOptions(msgspec.Struct, frozen=True):
 def _link_and_convert(job: tuple[RankFiles, Location, RankOptions]) -> dict[str, Any]:
     files, folder, options = job
     et_plus, et, report = rank_outputs(folder, files.rank, options.et_prefix)
+    inputs = digest_inputs((files.host, files.device))  # before reading them
     link = link_files(files.host, files.device, et_plus, options.link)
     conversion = convert_file(
         et_plus, et, msgspec.structs.replace(options.convert, rank=files.rank)
@@ -111,7 +120,7 @@ def _link_and_convert(job: tuple[RankFiles, Location, RankOptions]) -> dict[str,
         "rank": files.rank, "et_plus": str(et_plus), "et": str(et),
         "link": msgspec.to_builtins(link), "convert": msgspec.to_builtins(conversion),
     }  # fmt: skip
-    write_rank_report(report, entry, options)
+    write_rank_report(report, entry, options, inputs, (et_plus, et))
     return entry
 
 
@@ -169,8 +178,8 @@ def _prepare(
         else:
             work.append((files, folder, options))
     if reused:
-        logger.info("reusing %d of %d ranks from an earlier run (outputs newer than inputs)",
-                    len(reused), len(ranks))  # fmt: skip
+        logger.info("reusing %d of %d ranks from an earlier run (same inputs, options and "
+                    "outputs, by content)", len(reused), len(ranks))  # fmt: skip
     bar = _progress(len(work))
 
     def on_done(_: Any) -> None:
@@ -212,8 +221,9 @@ def run_pipeline(
     file system the workers share, or URLs they can reach (``s3://...``; fsspec needed).
     A missing input is reported before anything is written.
 
-    ``resume``: ranks whose outputs are complete and newer than their inputs (see
-    :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes only the rest.
+    ``resume``: ranks whose outputs this package wrote from the same inputs and options
+    (by content: see :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes
+    only the rest.
     ``max_memory_gb``: a budget in GiB for the ranks in flight at once, each estimated at
     ``PEAK_PER_INPUT_BYTE`` (2) times its uncompressed input size; one rank always runs.
     ``et_prefix``, ``process_group_metadata``: see the module doc and ``ConvertOptions``.
@@ -236,6 +246,7 @@ def run_pipeline(
     ets = [location(r["et"]) for r in prepared]
     agreement = agree_files(ets)  # the i-th collective of a group: one operation everywhere
     rewritten = rewrite_files(ets, agreement)
+    note_rewritten(output_dir, rewritten, et_prefix)
     groups = None
     if agreement.groups:
         groups = join(output_dir, f"{et_prefix}.comm_groups.json")
