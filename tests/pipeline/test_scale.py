@@ -184,7 +184,8 @@ def test_missing_dask_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> No
 @pytest.mark.parametrize(
     ("settings", "message"),
     [({"executor": "dask"}, "needs a scheduler"), ({"executor": "mpi"}, "unknown executor"),
-     ({"max_memory_gb": 0}, "must be positive"),
+     ({"max_memory_gb": 0}, "must be a finite number above 0"),
+     ({"max_memory_gb": float("nan")}, "must be a finite number above 0"),
      ({"executor": "dask", "scheduler": "local:x"}, "local:N")],
 )  # fmt: skip
 def test_bad_execution_settings_are_clear_errors(

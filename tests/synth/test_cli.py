@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.synth.conftest import load_json
 
 
@@ -24,12 +26,12 @@ def test_writes_a_valid_job(tmp_path: Path) -> None:
     assert "rank1.kineto.json.gz" in names and "job.truth.json" in names
 
 
-def test_bad_option_is_one_line_status_1(tmp_path: Path) -> None:
+def test_bad_option_is_a_usage_error_at_parse_time(tmp_path: Path) -> None:
     result = synth("--out-dir", str(tmp_path), "--ranks", "0")
-    assert result.returncode == 1
-    assert result.stderr.splitlines() == [
-        "chakra_synth: error: ranks must be an integer from 1 to 64, not 0"
-    ]
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "chakra_synth: error: argument --ranks: must be an integer from 1 to 64, not '0'"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -59,12 +61,14 @@ def test_speed_and_copy_flags_reach_the_truth(tmp_path: Path) -> None:
         0.5, 2.0, 0.25)  # fmt: skip
 
 
-def test_bad_factor_is_one_line_status_1(tmp_path: Path) -> None:
-    result = synth("--out-dir", str(tmp_path), "--gpu-factor", "-2")
-    assert result.returncode == 1
-    assert result.stderr.splitlines() == [
-        "chakra_synth: error: gpu_factor must be a finite number above 0, not -2.0"
-    ]
+@pytest.mark.parametrize("value", ["-2", "0", "nan", "inf"])
+def test_bad_factor_is_a_usage_error_at_parse_time(tmp_path: Path, value: str) -> None:
+    result = synth("--out-dir", str(tmp_path), "--gpu-factor", value)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"chakra_synth: error: argument --gpu-factor: must be a finite number above 0, "
+        f"not '{value}'"
+    )
     assert list(tmp_path.iterdir()) == []
 
 

@@ -15,13 +15,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
+from chakra.cli import arg_types
+from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert import ConvertOptions, convert_file
 from chakra.convert.astra_sim import add_comm_groups, comm_groups_path
 from chakra.errors import ChakraError, UsageError
 from chakra.ingest.detect import TraceKind, require_kind
+from chakra.text.convert import MAX_NODES_PER_NPU, output_paths
 
 logger = logging.getLogger(__name__)
+#: The records of --log-filename.
+LOG_FORMAT = "%(levelname)s [%(asctime)s] %(message)s"
 
 
 def _add_pytorch_options(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +42,7 @@ def _add_pytorch_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--simulate", action="store_true",
                         help="simulate the converted graph and print its makespan")  # fmt: skip
-    parser.add_argument("--rank", type=int, metavar="R",
+    parser.add_argument("--rank", type=arg_types.nonneg_int, metavar="R",
                         help="this trace's global rank (default: the one Kineto recorded), "
                              "for the ends of send/recv")  # fmt: skip
     parser.add_argument("--process-group-metadata", action="store_true",
@@ -53,12 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,  # else "PyTorch --input" is taken for the flat --input_* flags
     )
     parser.add_argument("--log-filename", "--log_filename", dest="log_filename",
-                        help="also write the log to this file")  # fmt: skip
+                        help="also write the log to this file (replaced when the tool "
+                             "ends)")  # fmt: skip
     parser.add_argument("--input_type", help="0.0.4 interface: PyTorch or Text")
     parser.add_argument("--input_filename", help="0.0.4 interface: input file")
     parser.add_argument("--output_filename", help="0.0.4 interface: output file")
-    parser.add_argument("--num_npus", type=int, help="0.0.4 interface, Text only")
-    parser.add_argument("--num_passes", type=int, help="0.0.4 interface, Text only")
+    parser.add_argument("--num_npus", type=arg_types.npus, help="0.0.4 interface, Text only")
+    parser.add_argument("--num_passes", type=arg_types.passes, help="0.0.4 interface, Text only")
     _add_pytorch_options(parser)
     add_log_level_option(parser)
     commands = parser.add_subparsers(dest="command")
@@ -70,43 +76,53 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--input", required=True, help="ASTRA-sim text workload (.txt)")
     text.add_argument("--output", required=True,
                       help="output prefix: writes <output>.<npu>.et for every NPU")  # fmt: skip
-    text.add_argument("--num-npus", type=int, required=True, help="NPUs to write a file for")
-    text.add_argument("--num-passes", type=int, required=True,
-                      help="training passes (iterations) to unroll")  # fmt: skip
+    text.add_argument("--num-npus", type=arg_types.npus, required=True,
+                      help=f"NPUs to write a file for (1 to {arg_types.MAX_NPUS:,})")  # fmt: skip
+    text.add_argument("--num-passes", type=arg_types.passes, required=True,
+                      help="training passes (iterations) to unroll (1 to "
+                           f"{arg_types.MAX_PASSES:,}; at most {MAX_NODES_PER_NPU:,} nodes "
+                           "per file)")  # fmt: skip
     return parser
 
 
-def _convert_text(args: argparse.Namespace) -> None:
-    from chakra.text import convert_text
-
-    source = getattr(args, "input", None) or args.input_filename
-    prefix = getattr(args, "output", None) or args.output_filename
-    if not source or not prefix:
-        raise UsageError("missing --input/--output (or --input_filename/--output_filename)")
-    if args.num_npus is None or args.num_passes is None:
-        raise UsageError("Text conversion needs --num-npus and --num-passes (or --num_npus "
-                          "and --num_passes)")  # fmt: skip
-    paths = convert_text(source, prefix, args.num_npus, args.num_passes)
-    logger.info("wrote %d files: %s ... %s", len(paths), paths[0], paths[-1])
-
-
-def _convert(args: argparse.Namespace) -> None:
-    if args.log_filename:
-        handler = logging.FileHandler(args.log_filename, mode="w")
-        handler.setFormatter(logging.Formatter("%(levelname)s [%(asctime)s] %(message)s"))
-        logging.getLogger().addHandler(handler)
-    kind = args.command or args.input_type
-    if kind == "Text":
-        _convert_text(args)
-        return
-    if kind != "PyTorch":
-        raise UsageError("choose a conversion: PyTorch or Text (see --help)")
+def _paths(args: argparse.Namespace) -> tuple[str, str]:
+    """The input and the output (a file, or Text's prefix) of either interface."""
     source = getattr(args, "input", None) or args.input_filename
     target = getattr(args, "output", None) or args.output_filename
     if not source or not target:
         raise UsageError("missing --input/--output (or --input_filename/--output_filename)")
+    return source, target
+
+
+def _convert_text(args: argparse.Namespace, source: str, prefix: str) -> None:
+    from chakra.text import convert_text
+
+    if args.num_npus is None or args.num_passes is None:
+        raise UsageError("Text conversion needs --num-npus and --num-passes (or --num_npus "
+                          "and --num_passes)")  # fmt: skip
+    prepare_outputs([*output_paths(prefix, args.num_npus), args.log_filename], [source])
+    with log_file(args.log_filename, LOG_FORMAT):
+        paths = convert_text(source, prefix, args.num_npus, args.num_passes)
+        logger.info("wrote %d files: %s ... %s", len(paths), paths[0], paths[-1])
+
+
+def _convert(args: argparse.Namespace) -> None:
+    kind = args.command or args.input_type
+    if kind not in ("PyTorch", "Text"):
+        raise UsageError("choose a conversion: PyTorch or Text (see --help)")
+    source, target = _paths(args)
+    if kind == "Text":
+        _convert_text(args, source, target)
+        return
     require_kind(source, (TraceKind.ET_PLUS, TraceKind.HOST_ET), "chakra_converter",
                  "an ET+ (chakra_trace_link's output) or a host execution trace")  # fmt: skip
+    groups = comm_groups_path(Path(target))
+    prepare_outputs([target, groups, args.log_filename], [source])
+    with log_file(args.log_filename, LOG_FORMAT):
+        _convert_pytorch(args, source, target, groups)
+
+
+def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups: Path) -> None:
     options = ConvertOptions(gaps=not args.no_gaps, rank=args.rank,
                              process_group_metadata=args.process_group_metadata)  # fmt: skip
     report = convert_file(source, target, options)
@@ -122,22 +138,25 @@ def _convert(args: argparse.Namespace) -> None:
     total = sum(report.nodes_by_type.values())
     logger.info("wrote %d nodes (%s) to %s", total, types, target)
     if report.comm_groups:
-        groups = comm_groups_path(Path(target))
         add_comm_groups(groups, report.comm_groups)
         logger.info("ASTRA-sim communicator groups in %s (--comm-group-configuration)", groups)
     if args.simulate:
-        from chakra.simulate.analysis import log_reference_lines
-        from chakra.simulate.result import rank_results
-        from chakra.simulate.run import simulate_files
+        _simulate(target)
 
-        engine = simulate_files([target])
-        log_reference_lines(engine)
-        (result,) = rank_results(engine)
-        line = f"simulated makespan {result.simulated_makespan_us:,.0f} us"
-        if result.measured_makespan_us is not None:
-            line += (f", measured {result.measured_makespan_us:,.0f} us, "
-                     f"error {result.error_pct:+.2f}%")  # fmt: skip
-        print(line)
+
+def _simulate(target: str) -> None:
+    from chakra.simulate.analysis import log_reference_lines
+    from chakra.simulate.result import rank_results
+    from chakra.simulate.run import simulate_files
+
+    engine = simulate_files([target])
+    log_reference_lines(engine)
+    (result,) = rank_results(engine)
+    line = f"simulated makespan {result.simulated_makespan_us:,.0f} us"
+    if result.measured_makespan_us is not None:
+        line += (f", measured {result.measured_makespan_us:,.0f} us, "
+                 f"error {result.error_pct:+.2f}%")  # fmt: skip
+    print(line)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

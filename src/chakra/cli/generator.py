@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
+from chakra.cli import arg_types
+from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.tools.generator import GeneratorOptions, generate
 
@@ -20,22 +22,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write microbenchmark Chakra ETs (<family>.<npu>.et) for every NPU.",
     )
     defaults = GeneratorOptions()
-    parser.add_argument("--num_npus", type=int, default=defaults.num_npus, help="default: 64")
+    parser.add_argument("--num_npus", type=arg_types.npus, default=defaults.num_npus,
+                        help=f"1 to {arg_types.MAX_NPUS:,} (default: 64)")  # fmt: skip
     parser.add_argument(
         "--default_runtime",
-        type=int,
+        type=arg_types.nonneg_int,
         default=defaults.runtime_us,
         help="duration of compute nodes in microseconds (default: 5)",
     )
     parser.add_argument(
         "--default_tensor_size",
-        type=int,
+        type=arg_types.nonneg_int,
         default=defaults.tensor_size,
         help="bytes of memory and send/recv nodes (default: 1024)",
     )
     parser.add_argument(
         "--default_comm_size",
-        type=int,
+        type=arg_types.nonneg_int,
         default=defaults.comm_size,
         help="bytes of collective nodes (default: 65536)",
     )
@@ -59,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _generate(args: argparse.Namespace) -> None:
+    prepare_outputs([], folders=[args.output_dir])
     options = GeneratorOptions(
         num_npus=args.num_npus,
         runtime_us=args.default_runtime,

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
+from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.et.jsonize import jsonize_et
 from chakra.ingest.detect import TraceKind, require_kind
@@ -43,6 +44,7 @@ def _jsonize(args: argparse.Namespace) -> None:
         "chakra_jsonizer",
         "a Chakra ET (.et, chakra_converter's output)",
     )
+    prepare_outputs([args.output_filename], [args.input_filename])
     count = jsonize_et(args.input_filename, args.output_filename, jsonl=args.jsonl)
     logger.info("wrote %d nodes to %s", count, args.output_filename)
 

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
+from chakra.cli import arg_types
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import command_line
 from chakra.errors import ChakraError, UsageError
@@ -76,7 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="many ranks: one folder holding both (rank<r>.host_et.json[.gz] "
                              "and rank<r>.kineto.json[.gz], or the reference's names)")  # fmt: skip
     parser.add_argument("--output-dir", type=location, required=True, help="folder for the outputs")
-    parser.add_argument("-j", "--jobs", type=int, default=1, help="ranks prepared in parallel")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=arg_types.jobs,
+        default=1,
+        help=f"ranks prepared in parallel (1 to {arg_types.MAX_JOBS:,})",
+    )
     _add_output_options(parser)
     parser.add_argument("--allow-pid-mismatch", action="store_true",
                         help="link host and device traces whose process ids differ "
@@ -96,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-memory",
-        type=float,
+        type=arg_types.finite_positive,
         metavar="GB",
         help="memory budget (GiB) for ranks in flight, each estimated at 2x "
         "its uncompressed input size; at least one rank always runs",

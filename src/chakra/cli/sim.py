@@ -12,8 +12,9 @@ from typing import Optional
 
 import msgspec
 
+from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import FileAccessError, UsageError
+from chakra.errors import UsageError
 from chakra.fileio import atomic_output
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.ranks.files import simulate_agreed
@@ -116,13 +117,6 @@ def _image_path(text: str) -> Path:
     return Path(text)
 
 
-def _check_output_folders(args: argparse.Namespace) -> None:
-    """Fail before simulating when an output's folder does not exist."""
-    for path in (args.timeline, args.plot, args.plot_makespans):
-        if path is not None and not path.parent.is_dir():
-            raise FileAccessError(f"cannot write {path}: no folder {path.parent}")
-
-
 def _what_if(
     engine: Engine, rules: list[ScaleRule], network: Optional[NetworkModel]
 ) -> tuple[list[Optional[float]], list[int]]:
@@ -151,7 +145,7 @@ def _replay(
 
 def _simulate(args: argparse.Namespace) -> None:
     rules = [ScaleRule.parse(text) for text in args.scale]
-    _check_output_folders(args)
+    prepare_outputs([args.timeline, args.plot, args.plot_makespans], args.paths)
     for path in args.paths:
         require_kind(path, (TraceKind.CHAKRA_ET, TraceKind.ET_PLUS, TraceKind.HOST_ET),
                      "chakra_sim", "Chakra ETs (.et) or ET+ JSON, one per rank")  # fmt: skip

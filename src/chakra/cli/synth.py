@@ -6,11 +6,15 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Optional
 
+from chakra.cli import arg_types
+from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError
 from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
+from chakra.synth.options import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS
 from chakra.synth.validate import validate_job
 
 logger = logging.getLogger(__name__)
@@ -22,14 +26,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Generate per-rank host ET and Kineto traces of a synthetic transformer "
         "training step, with the exact ground truth of what happened.",
     )
-    parser.add_argument("--output-dir", "--out-dir", dest="output_dir", required=True,
-                        help="folder to write (created if needed)")  # fmt: skip
-    parser.add_argument("--ranks", type=int, default=2, help="number of ranks (default: 2)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    parser.add_argument("--steps", type=int, default=2, help="profiled steps (default: 2)")
-    parser.add_argument(
-        "--ops-per-step", type=int, default=200, help="approximate GPU ops per rank and step"
-    )
+    parser.add_argument("--output-dir", "--out-dir", dest="output_dir",
+                        required=True, help="folder to write (created if needed); its files "
+                        "appear together when the whole job is written")  # fmt: skip
+    parser.add_argument("--ranks", type=arg_types.int_in(1, MAX_RANKS), default=2,
+                        help=f"number of ranks, 1 to {MAX_RANKS} (default: 2)")  # fmt: skip
+    parser.add_argument("--seed", type=arg_types.nonneg_int, default=0,
+                        help="random seed (default: 0)")  # fmt: skip
+    parser.add_argument("--steps", type=arg_types.int_in(1, MAX_STEPS), default=2,
+                        help="profiled steps (default: 2)")  # fmt: skip
+    parser.add_argument("--ops-per-step", type=arg_types.int_in(1, MAX_OPS_PER_STEP),
+                        default=200, help="approximate GPU ops per rank and step")  # fmt: skip
     parser.add_argument(
         "--vintage",
         action="append",
@@ -39,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--host-step",
-        type=int,
+        type=arg_types.nonneg_int,
         default=None,
         help="0-based index of the only step the host ET covers (default: all steps)",
     )
@@ -62,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                            ("network", "collective transfer times")):  # fmt: skip
         parser.add_argument(
             f"--{resource}-factor",
-            type=float,
+            type=arg_types.finite_positive,
             default=1.0,
             metavar="F",
             help=f"multiply {what} by F > 0; same program, same random draws (default: 1)",
@@ -90,7 +97,9 @@ def _synth(args: argparse.Namespace) -> None:
         worker_threads=args.worker_threads,
     )
     options = options_with_vintages(options, args.vintage)
-    summary = generate_job(options, args.output_dir)
+    with new_folder(Path(args.output_dir)):
+        prepare_outputs([], folders=[args.output_dir])
+        summary = generate_job(options, args.output_dir)
     gpu_ops = sum(rank.gpu_ops for rank in summary.ranks)
     logger.info("%d ranks, %d GPU ops, %d collectives", options.ranks, gpu_ops, summary.collectives)
     if args.validate:

@@ -9,8 +9,10 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
+from chakra.cli import arg_types
+from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import FileAccessError, UsageError
+from chakra.errors import UsageError
 from chakra.fileio import atomic_output
 from chakra.tools.timeline import INPUT_FORMATS, complete_events, timeline
 
@@ -27,10 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--input_filename", required=True, help="simulator log or trace")
     parser.add_argument("--output_filename", required=True, help="Chrome trace JSON to write")
-    parser.add_argument("--num_npus", type=int, help="NPUs in the log (astra-sim format)")
+    parser.add_argument("--num_npus", type=arg_types.npus,
+                        help=f"NPUs in the log (astra-sim format; 1 to "
+                             f"{arg_types.MAX_NPUS:,})")  # fmt: skip
     parser.add_argument(
         "--npu_frequency",
-        type=float,
+        type=arg_types.finite_positive,
         metavar="MHZ",
         help="NPU clock in MHz, to turn cycles into microseconds (astra-sim format)",
     )
@@ -42,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="astra-sim",
         help="astra-sim: issue/callback log (default); chakra-sim: chakra_sim --timeline JSON",
     )
-    parser.add_argument("--log_filename", help="also write this tool's log to this file")
+    parser.add_argument("--log_filename", "--log-filename", dest="log_filename",
+                        help="also write this tool's log to this file (replaced when the "
+                             "tool ends)")  # fmt: skip
     add_log_level_option(parser)
     return parser
 
@@ -50,18 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _convert(args: argparse.Namespace) -> None:
     if args.input_format == "astra-sim" and (args.num_npus is None or args.npu_frequency is None):
         raise UsageError("the astra-sim log format needs --num_npus and --npu_frequency")
-    if args.log_filename:
-        try:
-            handler = logging.FileHandler(args.log_filename)
-        except OSError as exc:
-            message = f"cannot write log file {args.log_filename}: {exc.strerror or exc}"
-            raise FileAccessError(message) from exc
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s: %(message)s"))
-        logging.getLogger().addHandler(handler)
-    trace = timeline(args.input_filename, args.input_format, args.num_npus, args.npu_frequency)
-    with atomic_output(args.output_filename, text=True) as out:
-        json.dump(trace, out)
-    logger.info("wrote %d events to %s", len(complete_events(trace)), args.output_filename)
+    prepare_outputs([args.output_filename, args.log_filename], [args.input_filename])
+    with log_file(args.log_filename):
+        trace = timeline(args.input_filename, args.input_format, args.num_npus,
+                         args.npu_frequency)  # fmt: skip
+        with atomic_output(args.output_filename, text=True) as out:
+            json.dump(trace, out)
+        logger.info("wrote %d events to %s", len(complete_events(trace)), args.output_filename)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

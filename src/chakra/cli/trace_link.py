@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
+from chakra.cli import arg_types
+from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio import atomic_output
+from chakra.fileio import AtomicGroup, atomic_output
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
 from chakra.link.model import LinkOptions, LinkReport
@@ -46,18 +48,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="Kineto trace of the same run (.json or .json.gz)",
     )
     one.add_argument("--output-file", help="ET+ JSON to write (.gz compresses)")
-    one.add_argument("--rank", type=int, help="rank of this pair (checked against the trace)")
+    one.add_argument(
+        "--rank", type=arg_types.nonneg_int, help="rank of this pair (checked against the trace)"
+    )
     many = parser.add_argument_group("many ranks")
     many.add_argument("--host-dir", type=Path, help="folder of per-rank host traces")
     many.add_argument("--device-dir", type=Path, help="folder of per-rank Kineto traces")
-    many.add_argument("--output-dir", type=Path, help="folder for rank<r>.et_plus.json")
-    many.add_argument("-j", "--jobs", type=int, default=1, help="ranks linked in parallel")
+    many.add_argument(
+        "--output-dir",
+        type=Path,
+        help="folder for rank<r>.et_plus.json (created if needed); the files "
+        "appear when every rank is linked, else none",
+    )
+    many.add_argument(
+        "-j",
+        "--jobs",
+        type=arg_types.jobs,
+        default=1,
+        help=f"ranks linked in parallel (1 to {arg_types.MAX_JOBS:,})",
+    )
     many.add_argument("--gzip", action="store_true", help="write rank<r>.et_plus.json.gz")
     how = parser.add_argument_group("linking")
-    how.add_argument("--profiler-step", type=int, help="link only ProfilerStep#N's window")
+    how.add_argument(
+        "--profiler-step", type=arg_types.nonneg_int, help="link only ProfilerStep#N's window"
+    )
     how.add_argument(
         "--iteration",
-        type=int,
+        type=arg_types.nonneg_int,
         help="which of several equally matching iterations to link (0-based)",
     )
     how.add_argument(
@@ -74,13 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     how.add_argument(
         "--min-host-coverage",
-        type=float,
+        type=arg_types.fraction,
         default=1.0,
         help="--strict: share of host ops that must be matched (default 1.0)",
     )
     how.add_argument(
         "--min-gpu-coverage",
-        type=float,
+        type=arg_types.fraction,
         default=1.0,
         help="--strict: share of GPU ops that must be linked (default 1.0)",
     )
@@ -97,9 +114,9 @@ def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
     return options, coverage
 
 
-def _write_report(path: Optional[Path], data: object) -> None:
+def _write_report(path: Optional[Path], data: object, group: Optional[AtomicGroup] = None) -> None:
     if path is not None:
-        with atomic_output(path, text=True) as out:
+        with atomic_output(path, text=True, group=group) as out:
             json.dump(data, out, indent=2, sort_keys=True)
             out.write("\n")
 
@@ -114,6 +131,7 @@ def _link_one(args: argparse.Namespace) -> None:
                  "a Kineto trace as --chakra-device-trace")  # fmt: skip
     require_kind(args.host_trace, (TraceKind.HOST_ET, TraceKind.ET_PLUS), "chakra_trace_link",
                  "a host execution trace as --chakra-host-trace")  # fmt: skip
+    prepare_outputs([args.output_file, args.report], [args.host_trace, args.device_trace])
     options, coverage = _options(args)
     report: LinkReport = link_files(args.host_trace, args.device_trace, args.output_file,
                                     options, coverage, args.rank)  # fmt: skip
@@ -124,21 +142,30 @@ def _link_one(args: argparse.Namespace) -> None:
 def _link_many(args: argparse.Namespace) -> None:
     if not (args.device_dir and args.output_dir):
         raise UsageError("--host-dir needs --device-dir and --output-dir")
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     options, coverage = _options(args)
-    pairs = pair_by_rank(args.host_dir, args.device_dir)
-    results = link_ranks(pairs, args.output_dir, options, coverage, args.jobs,
-                         ".json.gz" if args.gzip else ".json")  # fmt: skip
+    pairs = pair_by_rank(args.host_dir, args.device_dir)  # a missing folder: nothing made
+    suffix = ".json.gz" if args.gzip else ".json"
+    outputs = [args.output_dir / f"rank{rank}.et_plus{suffix}" for rank, _, _ in pairs]
+    inputs = [path for _, host, device in pairs for path in (host, device)]
+    with new_folder(args.output_dir):
+        prepare_outputs([*outputs, args.report], inputs, folders=[args.output_dir])
+        with AtomicGroup() as group:  # the ranks' files and the report, or nothing
+            results = link_ranks(pairs, args.output_dir, options, coverage, args.jobs, suffix,
+                                 group)  # fmt: skip
+            _report_ranks(args, results, group)
+
+
+def _report_ranks(args: argparse.Namespace, results: list, group: AtomicGroup) -> None:
+    """Print a line per rank; write the report when every rank succeeded, else raise."""
     failed = [(rank, error) for rank, _, error in results if error]
     for rank, report, error in results:
         print(f"rank {rank}: " + (f"error: {error}" if error else
               f"{sum(report['matched'].values())}/{report['host_ops']} host ops, "
               f"{report['gpu_ops_linked']} GPU ops linked"))  # fmt: skip
-    _write_report(args.report, {str(rank): report or {"error": error}
-                                for rank, report, error in results})  # fmt: skip
     if failed:
-        raise ChakraError(f"{len(failed)} of {len(results)} ranks failed (first: rank "
-                          f"{failed[0][0]}: {failed[0][1]})")  # fmt: skip
+        raise ChakraError(f"{len(failed)} of {len(results)} ranks failed, so no file was "
+                          f"written (first: rank {failed[0][0]}: {failed[0][1]})")  # fmt: skip
+    _write_report(args.report, {str(rank): report for rank, report, _ in results}, group)
 
 
 def _link(args: argparse.Namespace) -> None:

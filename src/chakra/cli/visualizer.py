@@ -8,8 +8,12 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
+from chakra.cli import arg_types
+from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.errors import ChakraError
 from chakra.ingest.detect import TraceKind, require_kind
+from chakra.tools.name_filter import MAX_REPEAT_COUNT, compile_filter
 from chakra.tools.visualize import DEFAULT_MAX_NODES, Selection, parse_id_range, visualize
 
 logger = logging.getLogger(__name__)
@@ -37,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-nodes",
         "--max_nodes",
         dest="max_nodes",
-        type=int,
+        type=arg_types.positive_int,
         default=DEFAULT_MAX_NODES,
         help=f"refuse to draw more nodes than this (default: {DEFAULT_MAX_NODES})",
     )
@@ -53,10 +57,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--name_filter",
         dest="name_filter",
         metavar="REGEX",
-        help="draw only nodes whose name matches REGEX (re.search)",
+        type=_name_filter,
+        help="draw only nodes whose name matches REGEX (re.search); refused: repetition "
+        f"counts above {MAX_REPEAT_COUNT:,} and the shapes that can take exponential time, a "
+        "variable repetition or an alternation inside a variable repetition ((a+)+, "
+        "(a|aa)*; a possessive ++ or atomic (?>...) group is fine)",
     )
     add_log_level_option(parser)
     return parser
+
+
+def _name_filter(text: str) -> str:
+    """argparse's type for --name-filter: one that cannot be compiled, or that could take
+    exponential time, is a usage error (status 2) before any work."""
+    try:
+        compile_filter(text)
+    except ChakraError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _visualize(args: argparse.Namespace) -> None:
@@ -66,6 +84,7 @@ def _visualize(args: argparse.Namespace) -> None:
         "chakra_visualizer",
         "a Chakra ET (.et, chakra_converter's output)",
     )
+    prepare_outputs([args.output_filename], [args.input_filename])
     first, last = parse_id_range(args.id_range) if args.id_range else (None, None)
     selection = Selection(first, last, args.name_filter)
     count = visualize(args.input_filename, args.output_filename, selection, args.max_nodes)

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from chakra.errors import FileAccessError, PathLike
 from chakra.et.framing import encode_varint
-from chakra.fileio import AtomicFile, location
+from chakra.fileio import AtomicFile, AtomicGroup, location
 
 
 class EtWriter:
@@ -17,13 +17,14 @@ class EtWriter:
     The GlobalMetadata is written on creation; :meth:`write` appends one node. A name ending
     in ``.gz`` is written as gzip (reproducibly: no timestamp). Used as a context manager, an
     exception inside the block discards the file; without one, call :meth:`close` to commit
-    or :meth:`abort` to discard.
+    or :meth:`abort` to discard. With a ``group`` (:class:`~chakra.fileio.AtomicGroup`),
+    :meth:`close` finishes the file and the group moves it into place with its others.
     """
 
-    def __init__(self, path: PathLike, metadata: Any) -> None:
+    def __init__(self, path: PathLike, metadata: Any, group: Optional[AtomicGroup] = None) -> None:
         self.path = location(path)
         self.nodes_written = 0
-        self._output = AtomicFile(self.path)
+        self._output = AtomicFile(self.path) if group is None else group.add(self.path)
         self._stream = self._output.stream
         try:
             self._write_message(metadata)
@@ -72,8 +73,11 @@ class EtWriter:
             self.abort()
 
 
-def write_et(path: PathLike, metadata: Any, nodes: Iterable[Any]) -> int:
-    """Write ``metadata`` and ``nodes`` to ``path`` atomically; return the node count."""
-    with EtWriter(path, metadata) as writer:
+def write_et(
+    path: PathLike, metadata: Any, nodes: Iterable[Any], group: Optional[AtomicGroup] = None
+) -> int:
+    """Write ``metadata`` and ``nodes`` to ``path`` atomically (with a ``group``: when the
+    group commits); return the node count."""
+    with EtWriter(path, metadata, group) as writer:
         writer.write_all(nodes)
         return writer.nodes_written

@@ -2,11 +2,18 @@
 
 A local file is written under a temporary name in its folder and renamed into place, which is
 atomic. A URL (see :mod:`chakra.fileio.location`) is written the same way through fsspec: to
-a temporary sibling ``.<name>.<random>.partial``, then moved over the name. Where the file
+a temporary sibling ``.<name>.<host>-<pid>.<random>.partial`` (the same name as a local
+file's temporary; the next run in the folder removes those whose writer was killed:
+:mod:`chakra.fileio.stale`), then moved over the name. Where the file
 system renames atomically (local, ``file://``, ``memory://``, HDFS) readers never see a
 partial file. On object stores (``s3://``, ``gs://``, ``az://``) a move is a server-side copy
 then a delete: the final object still appears whole, since an object is only visible once
-its upload or copy completes, but an interrupted run may leave a ``.partial`` object behind.
+its upload or copy completes, but an interrupted run may leave a ``.partial`` object behind
+(URL folders are not swept).
+
+A rename replaces whatever entry has the name: a symbolic link at an output's path is
+replaced by the new file, never followed, so the file it pointed to is left as it was.
+:class:`AtomicGroup` commits several files together: all appear, or none.
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ import gzip
 import io
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import IO, Optional
 
 from chakra.errors import FileAccessError, PathLike
@@ -29,6 +37,7 @@ from chakra.fileio.location import (
     remove_url,
     temporary_sibling,
 )
+from chakra.fileio.stale import temporary_prefix
 
 GZIP_SUFFIX = ".gz"
 
@@ -47,22 +56,32 @@ class AtomicFile:
     it. Readers never see a partial file, and an existing ``path`` is untouched until commit.
     ``compress`` (default: ``path`` ends in ``.gz``) writes gzip with a zero timestamp and no
     stored name, so equal content gives equal bytes. ``text`` gives a UTF-8 text stream.
+    ``owner`` is the process that will commit the file (default: this one), named in the
+    temporary so that a later run knows whether it is stale (:mod:`chakra.fileio.stale`).
     """
 
     def __init__(
-        self, path: PathLike, *, text: bool = False, compress: Optional[bool] = None
+        self,
+        path: PathLike,
+        *,
+        text: bool = False,
+        compress: Optional[bool] = None,
+        owner: Optional[int] = None,
     ) -> None:
         self.path: Location = path if is_url(path) else Path(path)  # type: ignore[assignment]
         if compress is None:
             compress = str(path).endswith(GZIP_SUFFIX)
+        owner = os.getpid() if owner is None else owner
         self._raw: IO
         if isinstance(self.path, str):
-            self._tmp_name = temporary_sibling(self.path)
-            self._raw = open_url(self._tmp_name, "wb", shown=self.path)
+            self.temporary = temporary_sibling(self.path, owner)
+            self._raw = open_url(self.temporary, "wb", shown=self.path)
         else:
             try:
-                fd, self._tmp_name = tempfile.mkstemp(
-                    dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".partial"
+                fd, self.temporary = tempfile.mkstemp(
+                    dir=self.path.parent,
+                    prefix=temporary_prefix(self.path.name, owner),
+                    suffix=".partial",
                 )
             except OSError as exc:
                 raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
@@ -75,27 +94,32 @@ class AtomicFile:
         if text:
             stream = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
         self.stream: IO = stream
+        self._finished = False
         self._done = False
+
+    def finish(self) -> None:
+        """Flush and close the temporary without moving it (then :meth:`commit` moves it,
+        :meth:`discard` deletes it); a failure deletes it and raises ``FileAccessError``."""
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            self.stream.close()
+            self._raw.close()
+            if isinstance(self.path, Path):
+                os.chmod(self.temporary, 0o666 & ~_umask())
+        except OSError as exc:
+            self._done = True
+            remove_temporary(self.temporary, self.path)
+            raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
     def commit(self) -> None:
         """Flush, close and move the file into place."""
         if self._done:
             return
+        self.finish()
         self._done = True
-        try:
-            self.stream.close()
-            self._raw.close()
-            if isinstance(self.path, str):
-                move_url(self._tmp_name, self.path)
-                return
-            os.chmod(self._tmp_name, 0o666 & ~_umask())
-            os.replace(self._tmp_name, self.path)
-        except FileAccessError:
-            self._remove_temporary()
-            raise
-        except OSError as exc:
-            self._remove_temporary()
-            raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+        move_into_place(self.temporary, self.path)
 
     def discard(self) -> None:
         """Close and delete the temporary file; ``path`` is left as it was."""
@@ -105,25 +129,52 @@ class AtomicFile:
         for closable in (self.stream, self._raw):
             with contextlib.suppress(Exception):
                 closable.close()
-        self._remove_temporary()
+        remove_temporary(self.temporary, self.path)
 
-    def _remove_temporary(self) -> None:
-        if isinstance(self.path, str):
-            remove_url(self._tmp_name)
-            return
-        with contextlib.suppress(OSError):
-            os.unlink(self._tmp_name)
+
+def move_into_place(temporary: str, path: Location) -> None:
+    """Rename (local) or move (URL) the finished ``temporary`` over ``path``; a failure
+    deletes the temporary and raises ``FileAccessError``."""
+    try:
+        if isinstance(path, str):
+            move_url(temporary, path)
+        else:
+            os.replace(temporary, path)
+    except FileAccessError:
+        remove_temporary(temporary, path)
+        raise
+    except OSError as exc:
+        remove_temporary(temporary, path)
+        raise FileAccessError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def remove_temporary(name: str, path: Location) -> None:
+    """Delete ``name`` (a temporary of ``path``, or ``path`` itself) if it exists; failures
+    are ignored (it is cleaning up)."""
+    if isinstance(path, str):
+        remove_url(name)
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(name)
 
 
 @contextlib.contextmanager
 def atomic_output(
-    path: PathLike, *, text: bool = False, compress: Optional[bool] = None
+    path: PathLike,
+    *,
+    text: bool = False,
+    compress: Optional[bool] = None,
+    group: Optional[AtomicGroup] = None,
 ) -> Iterator[IO]:
-    """Yield a stream for ``path`` that is committed if the block succeeds, else discarded.
+    """Yield a stream for ``path`` that is committed if the block succeeds, else discarded;
+    with a ``group``, committed only with the group (:class:`AtomicGroup`).
 
     An ``OSError`` raised while writing (e.g. disk full) becomes ``FileAccessError``.
     """
-    output = AtomicFile(path, text=text, compress=compress)
+    if group is None:
+        output = AtomicFile(path, text=text, compress=compress)
+    else:
+        output = group.add(path, text=text, compress=compress)
     try:
         yield output.stream
     except OSError as exc:
@@ -133,3 +184,107 @@ def atomic_output(
         output.discard()
         raise
     output.commit()
+
+
+class _Member(AtomicFile):
+    """A file of an :class:`AtomicGroup`: its :meth:`commit` only finishes it; the group
+    moves it into place with the others."""
+
+    def commit(self) -> None:
+        if not self._done:
+            self.finish()
+
+
+#: A finished temporary and the path it is to be moved to.
+Pending = tuple[str, Location]
+
+
+class AtomicGroup:
+    """Files that appear together or not at all.
+
+    :meth:`add` gives an :class:`AtomicFile` whose ``commit`` only closes it (so that a group
+    of thousands of files does not hold thousands open); :meth:`commit` moves every file into
+    place, :meth:`discard` deletes them all. Used as a context manager, the group commits when
+    the block succeeds and discards on an exception. Files finished in another process (under
+    this process as ``owner``) join with :meth:`adopt`; :meth:`hand_over` is that process's
+    side. Renaming finished files in their own folder needs no space and almost never fails;
+    if one move does fail, the files of the group already moved are deleted, the rest
+    discarded, and the error raised: none of the group remains (the files they replaced are
+    gone, as with any overwrite).
+    """
+
+    def __init__(self, owner: Optional[int] = None) -> None:
+        self.owner = os.getpid() if owner is None else owner
+        self._members: list[AtomicFile] = []
+        self._adopted: list[Pending] = []
+
+    def add(
+        self, path: PathLike, *, text: bool = False, compress: Optional[bool] = None
+    ) -> AtomicFile:
+        """A new file of the group at ``path`` (see :class:`AtomicFile` for the options)."""
+        member = _Member(path, text=text, compress=compress, owner=self.owner)
+        self._members.append(member)
+        return member
+
+    def adopt(self, pending: Sequence[Pending]) -> None:
+        """Take over finished temporaries (from :meth:`hand_over` in another process)."""
+        self._adopted.extend(pending)
+
+    def hand_over(self) -> list[Pending]:
+        """Finish every file and give them up (for :meth:`adopt` in the owner process):
+        this group then holds nothing."""
+        self._finish_all()
+        pending = self._pending()
+        self._members, self._adopted = [], []
+        return pending
+
+    def _finish_all(self) -> None:
+        try:
+            for member in self._members:
+                member.finish()
+        except BaseException:
+            self.discard()
+            raise
+
+    def _pending(self) -> list[Pending]:
+        own = [(m.temporary, m.path) for m in self._members if not m._done]
+        return own + self._adopted
+
+    def commit(self) -> None:
+        """Move every file into place (all of them, or none: see the class documentation)."""
+        self._finish_all()
+        pending = self._pending()
+        for member in self._members:
+            member._done = True
+        self._members, self._adopted = [], []
+        for index, (temporary, path) in enumerate(pending):
+            try:
+                move_into_place(temporary, path)
+            except BaseException:
+                for _, moved in pending[:index]:
+                    remove_temporary(str(moved), moved)
+                for later_temporary, later in pending[index + 1 :]:
+                    remove_temporary(later_temporary, later)
+                raise
+
+    def discard(self) -> None:
+        """Delete every file of the group; the paths are left as they were."""
+        for member in self._members:
+            member.discard()
+        for temporary, path in self._adopted:
+            remove_temporary(temporary, path)
+        self._members, self._adopted = [], []
+
+    def __enter__(self) -> AtomicGroup:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()

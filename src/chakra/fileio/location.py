@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import os
 import re
 import uuid
 from pathlib import Path
@@ -169,10 +170,15 @@ def modified_ns(given: PathLike) -> Optional[int]:
     return (when - _EPOCH) // datetime.timedelta(microseconds=1) * 1000
 
 
-def temporary_sibling(path: str) -> str:
+def temporary_sibling(path: str, owner: Optional[int] = None) -> str:
     """A fresh hidden name next to ``path`` for writing it before it is moved into place
-    (``.<name>.<random>.partial``: never taken for a trace by the folder listings)."""
-    return join(parent_of(path), f".{name_of(path)}.{uuid.uuid4().hex[:12]}.partial")  # type: ignore[return-value]
+    (``.<name>.<host>-<pid>.<random>.partial``: never taken for a trace by the folder
+    listings; ``owner``: the process that will move it, default this one; see
+    :mod:`chakra.fileio.stale`)."""
+    from chakra.fileio.stale import temporary_prefix
+
+    prefix = temporary_prefix(name_of(path), os.getpid() if owner is None else owner)
+    return join(parent_of(path), f"{prefix}{uuid.uuid4().hex[:12]}.partial")  # type: ignore[return-value]
 
 
 def move_url(source: str, target: str) -> None:

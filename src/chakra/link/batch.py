@@ -6,6 +6,7 @@ name carries; a host ET records none, so its name's serves (rules: :func:`rank_i
 from __future__ import annotations
 
 import logging
+import os
 import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -14,6 +15,8 @@ from typing import Any, Callable, Optional
 import msgspec
 
 from chakra.errors import ChakraError, PathLike
+from chakra.fileio import AtomicGroup
+from chakra.fileio.atomic import Pending
 from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.ingest.detect import peek_rank
@@ -44,11 +47,13 @@ def link_files(
     options: LinkOptions,
     coverage: Optional[Coverage] = None,
     rank: Optional[int] = None,
+    group: Optional[AtomicGroup] = None,
 ) -> LinkReport:
     """Load, link and write one rank; returns its report. With coverage thresholds, a link
     below them raises before anything is written; a partial link otherwise is written with
     a warning naming what is missing. ``rank``, when given, is checked against the Kineto
-    trace's ``distributedInfo``."""
+    trace's ``distributedInfo``. With a ``group``, the output is moved into place when the
+    group commits."""
     device = load_device_trace(device_path)
     if rank is not None and device.rank is not None and rank != device.rank:
         logger.warning("%s: --rank %d but the trace says rank %d", device_path, rank, device.rank)
@@ -59,7 +64,7 @@ def link_files(
     missing = missing_parts(linked.report)
     if missing:
         logger.warning("%s: partial link: %s", output_path, "; ".join(missing))
-    write_et_plus(linked, output_path)
+    write_et_plus(linked, output_path, group)
     return linked.report
 
 
@@ -151,13 +156,23 @@ def pair_by_rank(host_dir: Location, device_dir: Location) -> list[tuple[int, An
     return [(rank, hosts[rank], devices[rank]) for rank in sorted(hosts)]
 
 
-def _run_one(job: tuple) -> tuple[int, Optional[dict[str, Any]], Optional[str]]:
-    rank, host, device, output, options, coverage = job
+#: What linking one rank of a batch gives: its rank, report or error, and its output
+#: finished under a temporary name (to be moved into place with the others).
+RankOutcome = tuple[int, Optional[dict[str, Any]], Optional[str], list[Pending]]
+
+
+def _run_one(job: tuple) -> RankOutcome:
+    rank, host, device, output, options, coverage, owner = job
+    group = AtomicGroup(owner)
     try:
-        report = link_files(host, device, output, options, coverage)
-        return rank, msgspec.to_builtins(report), None
+        report = link_files(host, device, output, options, coverage, group=group)
+        return rank, msgspec.to_builtins(report), None, group.hand_over()
     except ChakraError as exc:
-        return rank, None, str(exc)
+        group.discard()
+        return rank, None, str(exc), []
+    except BaseException:
+        group.discard()
+        raise
 
 
 def link_ranks(
@@ -167,14 +182,33 @@ def link_ranks(
     coverage: Coverage,
     workers: int,
     suffix: str = ".json",
+    group: Optional[AtomicGroup] = None,
 ) -> list[tuple[int, Optional[dict[str, Any]], Optional[str]]]:
     """Link every pair into ``output_dir/rank<r>.et_plus<suffix>``; one result per rank
-    (report or error), in rank order. Ranks run in ``workers`` processes."""
+    (report or error), in rank order. Ranks run in ``workers`` processes. The files appear
+    together, when every rank succeeded, or not at all (a failed rank leaves none). With a
+    ``group`` the files join it, for its owner to commit with others (a failed rank
+    discards the whole group)."""
+    owner = os.getpid()  # the process that commits every rank's file
     jobs = [
-        (rank, host, device, output_dir / f"rank{rank}.et_plus{suffix}", options, coverage)
+        (rank, host, device, output_dir / f"rank{rank}.et_plus{suffix}", options, coverage, owner)
         for rank, host, device in pairs
     ]
-    if workers <= 1:
-        return [_run_one(job) for job in jobs]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_run_one, jobs))
+    own = group is None
+    group = AtomicGroup() if group is None else group
+    try:
+        if workers <= 1:
+            outcomes = [_run_one(job) for job in jobs]
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                outcomes = list(pool.map(_run_one, jobs))
+        for outcome in outcomes:
+            group.adopt(outcome[3])
+    except BaseException:
+        group.discard()
+        raise
+    if any(error for _, _, error, _ in outcomes):
+        group.discard()
+    elif own:
+        group.commit()
+    return [(rank, report, error) for rank, report, error, _ in outcomes]

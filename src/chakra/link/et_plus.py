@@ -20,7 +20,7 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import PathLike
-from chakra.fileio import atomic_output
+from chakra.fileio import AtomicGroup, atomic_output
 from chakra.ingest.host_model import HostOp, OpArgs
 from chakra.ingest.json_input import gc_paused
 from chakra.link.model import GpuNode, LinkedTrace
@@ -189,12 +189,13 @@ def _metadata(linked: LinkedTrace) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def write_et_plus(linked: LinkedTrace, path: PathLike) -> None:
-    """Write ET+ to ``path`` atomically (``.gz`` compresses)."""
+def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGroup] = None) -> None:
+    """Write ET+ to ``path`` atomically (``.gz`` compresses; with a ``group``, moved into
+    place when the group commits)."""
     host = linked.host
     header = {"schema": host.schema, "pid": host.pid, "time": host.time,
               "start_ts": host.start_ts, "finish_ts": host.finish_ts}  # fmt: skip
-    with gc_paused(), atomic_output(path) as out:
+    with gc_paused(), atomic_output(path, group=group) as out:
         out.write(_ENCODER.encode(header)[:-1] + b',\n"chakra_link": ')
         out.write(_ENCODER.encode(_metadata(linked)))
         out.write(b',\n"nodes": [')

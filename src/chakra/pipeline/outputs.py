@@ -21,6 +21,9 @@ from chakra.simulate.what_if import DEFAULT_SCENARIOS, Scenario, WhatIf, run_sce
 from chakra.views.busy import busy_series
 from chakra.views.html_report import write_report_html
 
+#: The job-wide outputs' names in the output folder.
+TIMELINE, PLOT, REPORT, PAGE = "timeline.json", "utilisation.png", "report.json", "report.html"
+
 
 class OutputOptions(msgspec.Struct, frozen=True):
     """Which optional outputs to write. ``what_if`` None: :data:`DEFAULT_SCENARIOS` (which
@@ -66,21 +69,21 @@ def write_outputs(
         what_if = run_scenarios(engine, DEFAULT_SCENARIOS, adapt=True)
     else:
         what_if = run_scenarios(engine, options.what_if)
-    timeline = join(folder, "timeline.json")
+    timeline = join(folder, TIMELINE)
     with atomic_output(timeline, text=True) as out:
         json.dump(chrome_trace(engine, compare=True), out)
     picture = None
     if options.plot:
-        picture = join(folder, "utilisation.png")
+        picture = join(folder, PLOT)
         _plot(engine, picture)
     document = {"ranks": list(entries), "agreement": agreement,
                 "what_if": [msgspec.to_builtins(w) for w in what_if]}  # fmt: skip
-    report = join(folder, "report.json")
+    report = join(folder, REPORT)
     with atomic_output(report, text=True) as out:
         json.dump(document, out, indent=2, sort_keys=True)
     page = None
     if options.html:
-        page = join(folder, "report.html")
+        page = join(folder, PAGE)
         title = f"Chakra pipeline report: {name_of(folder) or folder}"
         write_report_html(page, document, busy_series(engine), title)
     return OutputFiles(timeline, picture, report, page, what_if)

@@ -33,9 +33,11 @@ runs the stage, so Dask workers need the same file system packages and credentia
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, wait
+from pathlib import Path
 from typing import Any, Optional
 
 import msgspec
@@ -43,10 +45,20 @@ import msgspec
 from chakra.convert import ConvertOptions, convert_file
 from chakra.convert.astra_sim import write_comm_groups
 from chakra.errors import ChakraError, FileAccessError
+from chakra.fileio.guard import refuse_overwriting_inputs
 from chakra.fileio.location import Location, join, location, make_folder, missing
+from chakra.fileio.stale import remove_stale_temporaries
 from chakra.link import LinkOptions
 from chakra.link.batch import link_files
-from chakra.pipeline.outputs import OutputOptions, agreement_entry, write_outputs
+from chakra.pipeline.outputs import (
+    PAGE,
+    PLOT,
+    REPORT,
+    TIMELINE,
+    OutputOptions,
+    agreement_entry,
+    write_outputs,
+)
 from chakra.pipeline.resume import (
     ET_PREFIX,
     digest_inputs,
@@ -219,7 +231,9 @@ def run_pipeline(
     ``scheduler`` (an address, or ``local:N`` for N local worker processes). Dask workers
     read the inputs and write the outputs at the same locations, so these must be on a
     file system the workers share, or URLs they can reach (``s3://...``; fsspec needed).
-    A missing input is reported before anything is written.
+    A missing input, or an input that an output would overwrite (same path, hard or
+    symbolic link), is reported before anything is written; temporaries that killed runs
+    left in a local output folder are removed (:mod:`chakra.fileio.stale`).
 
     ``resume``: ranks whose outputs this package wrote from the same inputs and options
     (by content: see :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes
@@ -238,7 +252,10 @@ def run_pipeline(
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
     output_dir = location(output_dir)
     _check_inputs(ranks)
+    _refuse_overwriting(ranks, output_dir, et_prefix)
     make_folder(output_dir)
+    if isinstance(output_dir, Path):
+        remove_stale_temporaries(output_dir)
     rank_options = RankOptions(options or LinkOptions(),
                                ConvertOptions(process_group_metadata=process_group_metadata),
                                et_prefix)  # fmt: skip
@@ -277,6 +294,15 @@ def _check_inputs(ranks: list[RankFiles]) -> None:
         raise FileAccessError(f"{absent[0]}: no such file (the {kind} trace of rank {rank}){more}")
 
 
+def _refuse_overwriting(ranks: list[RankFiles], folder: Location, et_prefix: str) -> None:
+    """Raise when an output of the run would overwrite one of its inputs."""
+    names = [TIMELINE, PLOT, REPORT, PAGE, f"{et_prefix}.comm_groups.json"]
+    outputs = [join(folder, name) for name in names]
+    for files in ranks:
+        outputs.extend(rank_outputs(folder, files.rank, et_prefix))
+    refuse_overwriting_inputs(outputs, [path for r in ranks for path in (r.host, r.device)])
+
+
 def _execution(
     jobs: int, resume: bool, max_memory_gb: Optional[float], executor: str,
     scheduler: Optional[str],
@@ -285,8 +311,8 @@ def _execution(
         raise ChakraError(f"unknown executor {executor!r}: expected 'process' or 'dask'")
     if executor == "dask" and not scheduler:
         raise ChakraError("the dask executor needs a scheduler address or local:N")
-    if max_memory_gb is not None and max_memory_gb <= 0:
-        raise ChakraError(f"memory budget must be positive, got {max_memory_gb} GiB")
+    if max_memory_gb is not None and not (math.isfinite(max_memory_gb) and max_memory_gb > 0):
+        raise ChakraError(f"memory budget must be a finite number above 0, not {max_memory_gb}")
     budget = None if max_memory_gb is None else int(max_memory_gb * 2**30)
     return Execution(jobs, resume, budget, executor, scheduler)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.errors import ChakraError, FileAccessError, PathLike
-from chakra.fileio import AtomicFile
+from chakra.fileio import AtomicGroup, atomic_output
 from chakra.synth.engine import RankEngine
 from chakra.synth.host_et_writer import HostEtWriter
 from chakra.synth.jsonstream import TimeFormat
@@ -69,11 +69,11 @@ def rank_file_names(options: SynthOptions, rank: int) -> tuple[str, str, str]:
 class _RankOutputs:
     """The three writers of one rank behind the engine's sink interface."""
 
-    def __init__(self, plan: JobPlan, rank: int, out_dir: Path) -> None:
+    def __init__(self, plan: JobPlan, rank: int, out_dir: Path, group: AtomicGroup) -> None:
         options = plan.options
         identity = rank_identity(plan, rank)
         self.paths = tuple(out_dir / name for name in rank_file_names(options, rank))
-        self._files = [AtomicFile(path) for path in self.paths]
+        self._files = [group.add(path) for path in self.paths]
         self.host_et = HostEtWriter(self._files[0].stream, options, identity)
         self.kineto = KinetoWriter(self._files[1].stream, options, identity)
         self.truth = TruthWriter(self._files[2].stream, options, rank, str(out_dir))
@@ -116,8 +116,8 @@ class _RankOutputs:
 def generate_job(options: SynthOptions, out_dir: PathLike) -> JobSummary:
     """Write every rank's files and ``job.truth.json`` into ``out_dir`` (created if needed).
 
-    Files appear whole or not at all. Raises :class:`FileAccessError` when ``out_dir``
-    cannot be written.
+    The files appear together, whole, or not at all (:class:`~chakra.fileio.AtomicGroup`).
+    Raises :class:`FileAccessError` when ``out_dir`` cannot be written.
     """
     folder = Path(out_dir)
     try:
@@ -127,27 +127,21 @@ def generate_job(options: SynthOptions, out_dir: PathLike) -> JobSummary:
     plan = plan_job(options)
     outputs: list[_RankOutputs] = []
     try:
-        for rank in range(options.ranks):
-            outputs.append(_RankOutputs(plan, rank, folder))
-        engines = [RankEngine(plan, rank, outputs[rank]) for rank in range(options.ranks)]
-        collectives = list(_run_lockstep(engines, TimeFormat(options.integer_timestamps)))
-        for engine, output in zip(engines, outputs):
-            output.commit(engine.now)
-        job_path = folder / JOB_TRUTH_NAME
-        job_file = AtomicFile(job_path)
-        try:
-            write_job_truth(job_file.stream, options, plan.groups, collectives)
-        except BaseException:
-            job_file.discard()
-            raise
-        job_file.commit()
-    except OSError as exc:
+        with AtomicGroup() as group:
+            for rank in range(options.ranks):
+                outputs.append(_RankOutputs(plan, rank, folder, group))
+            engines = [RankEngine(plan, rank, outputs[rank]) for rank in range(options.ranks)]
+            collectives = list(_run_lockstep(engines, TimeFormat(options.integer_timestamps)))
+            for engine, output in zip(engines, outputs):
+                output.commit(engine.now)
+            job_path = folder / JOB_TRUTH_NAME
+            with atomic_output(job_path, group=group) as job_file:
+                write_job_truth(job_file, options, plan.groups, collectives)
+    except BaseException as exc:
         for output in outputs:
             output.discard()
-        raise FileAccessError(f"cannot write into {folder}: {exc.strerror or exc}") from exc
-    except BaseException:
-        for output in outputs:
-            output.discard()
+        if isinstance(exc, OSError):
+            raise FileAccessError(f"cannot write into {folder}: {exc.strerror or exc}") from exc
         raise
     summary = JobSummary(folder, job_path, _rank_summaries(engines, outputs), len(collectives))
     logger.info("wrote %d ranks, %d collectives to %s", options.ranks, len(collectives), folder)

@@ -11,6 +11,7 @@ from chakra.errors import ChakraError
 
 MAX_RANKS = 64
 MAX_OPS_PER_STEP = 10_000_000
+MAX_STEPS = 1_000_000
 
 #: Vintage names accepted by :func:`options_with_vintages` and the CLI, with what they change.
 VINTAGES = {
@@ -79,7 +80,7 @@ class SynthOptions:
     def __post_init__(self) -> None:
         _check_range("seed", self.seed, 0, 2**63 - 1)
         _check_range("ranks", self.ranks, 1, MAX_RANKS)
-        _check_range("steps", self.steps, 1, 1_000_000)
+        _check_range("steps", self.steps, 1, MAX_STEPS)
         _check_range("ops_per_step", self.ops_per_step, 1, MAX_OPS_PER_STEP)
         if self.host_step is not None:
             _check_range("host_step", self.host_step, 0, self.steps - 1)

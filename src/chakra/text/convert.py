@@ -7,6 +7,7 @@ from pathlib import Path
 
 from chakra.errors import ChakraError, FileAccessError, PathLike
 from chakra.et import GlobalMetadata, set_attr, write_et
+from chakra.fileio import AtomicGroup
 from chakra.text.graph import build_npu_graph
 from chakra.text.workload import TextWorkloadError, parse_workload
 
@@ -14,6 +15,12 @@ logger = logging.getLogger(__name__)
 
 #: The ``schema`` attribute the reference text converter writes (1.0 interface).
 SCHEMA = "1.0.2-chakra.1.0.0"
+
+#: The most nodes a file of one NPU may hold. The graph is built in memory as protobuf
+#: messages (about 1.6 KB each, so ~1.6 GB and ~6 s here at the cap); far more exhausts the
+#: memory, and protobuf's C allocator then crashes the process (SIGSEGV) instead of raising
+#: MemoryError: ``--num-passes 100000000`` did.
+MAX_NODES_PER_NPU = 1_000_000
 
 
 def read_workload_text(path: PathLike) -> str:
@@ -47,24 +54,30 @@ def convert_text(
     ``0..num_npus-1``; return the paths written.
 
     Every NPU runs the same program, so the files are identical (ids restart at 0 in each,
-    unlike the reference, whose files differ only by an id offset). Each file is written
-    atomically; nothing is written when the workload does not parse.
+    unlike the reference, whose files differ only by an id offset). The files appear
+    together or not at all (:class:`~chakra.fileio.AtomicGroup`): nothing is written when the
+    workload does not parse, holds more than :data:`MAX_NODES_PER_NPU` nodes, or a file
+    cannot be written.
     """
     if num_npus < 1:
         raise ChakraError(f"num_npus must be at least 1, got {num_npus}")
     text = read_workload_text(input_path)
     workload = parse_workload(text, input_path)
-    nodes = build_npu_graph(workload, num_passes)
+    nodes = build_npu_graph(workload, num_passes, MAX_NODES_PER_NPU)
+    count = len(nodes)
+    blobs = [node.SerializeToString() for node in nodes]  # once, for every file
+    del nodes
     metadata = workload_metadata(text)
     paths = output_paths(prefix, num_npus)
-    for path in paths:
-        write_et(path, metadata, nodes)
+    with AtomicGroup() as group:
+        for path in paths:
+            write_et(path, metadata, blobs, group)
     logger.info(
         "%s workload, %d layers, %d passes: %d nodes per NPU written to %s.{0..%d}.et",
         workload.parallelism.value,
         len(workload.layers),
         num_passes,
-        len(nodes),
+        count,
         prefix,
         num_npus - 1,
     )

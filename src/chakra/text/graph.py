@@ -15,7 +15,7 @@ the node's own id for a real node, the skipped collective's dependencies for a `
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Callable
+from typing import Callable, Optional
 
 from chakra.errors import ChakraError
 from chakra.et import Node, NodeType, add_attr
@@ -177,14 +177,24 @@ PASS_BUILDERS: dict[Parallelism, PassBuilder] = {
 }
 
 
-def build_npu_graph(workload: Workload, num_passes: int) -> list[Node]:
+def build_npu_graph(
+    workload: Workload, num_passes: int, max_nodes: Optional[int] = None
+) -> list[Node]:
     """The nodes of one NPU for ``num_passes`` passes of ``workload``, ids 0, 1, ... in
-    creation order. O(passes x layers). Raises ChakraError when ``num_passes`` < 1."""
+    creation order. O(passes x layers). Raises ChakraError when ``num_passes`` < 1, or,
+    right after the first pass (every pass adds as many nodes), when the graph would hold
+    more than ``max_nodes`` nodes."""
     if num_passes < 1:
         raise ChakraError(f"num_passes must be at least 1, got {num_passes}")
     graph = _Graph()
     carried: Sequence[Handle] = [()] * len(workload.layers)
     builder = PASS_BUILDERS[workload.parallelism]
-    for _ in range(num_passes):
+    for done in range(num_passes):
         carried = builder(graph, workload, carried)
+        if done == 0 and max_nodes is not None and len(graph.nodes) * num_passes > max_nodes:
+            raise ChakraError(
+                f"{num_passes:,} passes of {len(graph.nodes):,} nodes would make "
+                f"{len(graph.nodes) * num_passes:,} nodes per NPU, more than the "
+                f"{max_nodes:,} a file may hold; ask for fewer passes"
+            )
     return graph.nodes

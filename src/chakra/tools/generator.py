@@ -1,7 +1,7 @@
 """Microbenchmark Chakra ETs: one small graph per family and NPU (reference §7.2).
 
 Every file gets its own ids starting at 0 (the reference used one global counter across all
-files). Files are written atomically into ``output_dir``.
+files). The files of a run are written into ``output_dir`` together or not at all.
 
 By default only the families ASTRA-sim can run to completion are written (checked in the
 tests against the real ASTRA-sim); ``all_families`` adds the reference's three that it
@@ -20,9 +20,13 @@ from typing import Any, Callable
 
 from chakra.errors import ChakraError, FileAccessError, PathLike
 from chakra.et import CollectiveCommType, GlobalMetadata, Node, NodeType, add_attr, write_et
+from chakra.fileio import AtomicGroup
 
 #: ``GlobalMetadata.version`` of every generated file.
 GENERATOR_VERSION = "1.0.0"
+
+#: The largest size or duration: they go into 64-bit fields (``comm_size`` is an int64).
+INT64_MAX = 2**63 - 1
 
 #: ``comm_tag`` of every send and receive node.
 P2P_TAG = 0
@@ -197,19 +201,24 @@ def families(options: GeneratorOptions) -> Iterator[Family]:
 
 def generate(options: GeneratorOptions, output_dir: PathLike = ".") -> list[Path]:
     """Write every family for every NPU as ``<output_dir>/<family>.<npu>.et``; return the
-    paths written. Ids start at 0 in each file. O(num_npus * families)."""
+    paths written. Ids start at 0 in each file. O(num_npus * families). The files appear
+    together or not at all (:class:`~chakra.fileio.AtomicGroup`): a failure on any file
+    leaves none of them."""
     if options.num_npus < 1:
         raise GeneratorError(f"--num_npus must be at least 1, not {options.num_npus}")
     for name in ("runtime_us", "tensor_size", "comm_size"):
-        if getattr(options, name) < 0:
-            raise GeneratorError(f"{name} must not be negative, not {getattr(options, name)}")
+        value = getattr(options, name)
+        if not 0 <= value <= INT64_MAX:
+            raise GeneratorError(f"{name} must be from 0 to {INT64_MAX} (int64), not {value}")
     folder = Path(output_dir)
     if not folder.is_dir():
         raise FileAccessError(f"output folder {folder} does not exist")
     written = []
-    for family in families(options):
-        for npu in range(options.num_npus):
-            path = folder / f"{family.name}.{npu}.et"
-            write_et(path, GlobalMetadata(version=GENERATOR_VERSION), family.build(options, npu))
-            written.append(path)
+    with AtomicGroup() as group:
+        for family in families(options):
+            for npu in range(options.num_npus):
+                path = folder / f"{family.name}.{npu}.et"
+                metadata = GlobalMetadata(version=GENERATOR_VERSION)
+                write_et(path, metadata, family.build(options, npu), group)
+                written.append(path)
     return written

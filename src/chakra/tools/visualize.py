@@ -27,6 +27,7 @@ import networkx as nx
 from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader
 from chakra.fileio import atomic_output
+from chakra.tools.name_filter import compile_filter
 from chakra.tools.visualize_style import (
     Placement,
     duration_us,
@@ -76,7 +77,8 @@ class VizNode:
 @dataclass(frozen=True)
 class Selection:
     """Which nodes to draw: ids in ``[first, last]`` (inclusive, either end open when None)
-    and names matching ``name_pattern`` (``re.search``)."""
+    and names matching ``name_pattern`` (``re.search``; patterns that could take exponential
+    time are refused: :mod:`chakra.tools.name_filter`)."""
 
     first: Optional[int] = None
     last: Optional[int] = None
@@ -118,12 +120,7 @@ def output_format(path: PathLike) -> str:
 
 def select_nodes(path: PathLike, selection: Selection, max_nodes: int) -> list[VizNode]:
     """Stream ``path`` and keep the selected nodes; more than ``max_nodes`` raises."""
-    try:
-        pattern = re.compile(selection.name_pattern) if selection.name_pattern else None
-    except re.error as exc:
-        raise VisualizerError(
-            f"name filter {selection.name_pattern!r} is not a regex: {exc}"
-        ) from exc
+    pattern = compile_filter(selection.name_pattern) if selection.name_pattern else None
     chosen = []
     with EtReader(path) as reader:
         for node in reader:
