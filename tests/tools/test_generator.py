@@ -92,6 +92,9 @@ def test_bad_options_raise(tmp_path: Path) -> None:
         generate(GeneratorOptions(num_npus=0), tmp_path)
     with pytest.raises(ChakraError, match="does not exist"):
         generate(GeneratorOptions(num_npus=1), tmp_path / "missing")
+    with pytest.raises(ChakraError, match=r"comm_size must be from 0 to 9223372036854775807"):
+        generate(GeneratorOptions(num_npus=1, comm_size=2**63), tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_output_dir_and_default_cwd(tmp_path: Path) -> None:

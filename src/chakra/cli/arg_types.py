@@ -83,4 +83,3 @@ passes = int_in(1, MAX_PASSES, "pass count")
 jobs = int_in(1, MAX_JOBS, "job count")
 finite_positive = float_in(0.0, low_open=True, name="positive number")
 fraction = float_in(0.0, 1.0, name="fraction")
-

@@ -1,9 +1,12 @@
 """What the tools check before writing anything, and their log files.
 
-Every tool calls :func:`prepare_outputs` with the files it will write and the files it reads
-before any work: each output's folder must exist, no output may be a folder or one of the
-inputs (:func:`chakra.fileio.guard.refuse_overwriting_inputs`), and the temporaries of killed
-runs are removed from the output folders (:mod:`chakra.fileio.stale`).
+Every tool that writes calls :func:`prepare_outputs` with the files it will write and the
+files it reads before any work: each output's folder must exist, no output may be a folder or
+one of the inputs (:func:`chakra.fileio.guard.refuse_overwriting_inputs`), and the
+temporaries of killed runs are removed from the output folders (:mod:`chakra.fileio.stale`).
+``chakra_pipeline``, whose outputs are named by the ranks it finds, does the same in
+:func:`chakra.pipeline.run_pipeline`; ``chakra_validate`` and ``chakra_trace_info`` write
+nothing.
 
 A log file (``--log-filename``, ``--log_filename``) is an output like the others: written to a
 temporary sibling while the tool runs and renamed over its name when it ends, whether it

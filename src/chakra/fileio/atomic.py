@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Optional
+from typing import IO, Any, Optional
 
 from chakra.errors import FileAccessError, PathLike
 from chakra.fileio.location import (
@@ -187,12 +187,19 @@ def atomic_output(
 
 
 class _Member(AtomicFile):
-    """A file of an :class:`AtomicGroup`: its :meth:`commit` only finishes it; the group
-    moves it into place with the others."""
+    """A file of an :class:`AtomicGroup`: its :meth:`commit` only finishes it and hands it to
+    the group, which moves it into place with the others."""
+
+    def __init__(self, group: AtomicGroup, path: PathLike, **options: Any) -> None:
+        super().__init__(path, **options)
+        self._group = group
 
     def commit(self) -> None:
-        if not self._done:
-            self.finish()
+        if self._done:
+            return
+        self.finish()
+        self._done = True
+        self._group._ready(self)
 
 
 #: A finished temporary and the path it is to be moved to.
@@ -202,61 +209,57 @@ Pending = tuple[str, Location]
 class AtomicGroup:
     """Files that appear together or not at all.
 
-    :meth:`add` gives an :class:`AtomicFile` whose ``commit`` only closes it (so that a group
-    of thousands of files does not hold thousands open); :meth:`commit` moves every file into
-    place, :meth:`discard` deletes them all. Used as a context manager, the group commits when
-    the block succeeds and discards on an exception. Files finished in another process (under
-    this process as ``owner``) join with :meth:`adopt`; :meth:`hand_over` is that process's
-    side. Renaming finished files in their own folder needs no space and almost never fails;
-    if one move does fail, the files of the group already moved are deleted, the rest
-    discarded, and the error raised: none of the group remains (the files they replaced are
-    gone, as with any overwrite).
+    :meth:`add` gives an :class:`AtomicFile` whose ``commit`` only closes it and hands it to
+    the group (so that a group of many files holds none open, and only their names);
+    :meth:`commit` moves every file into place, :meth:`discard` deletes them all. Used as a
+    context manager, the group commits when the block succeeds and discards on an exception.
+    Files finished in another process (under this process as ``owner``) join with
+    :meth:`adopt`; :meth:`hand_over` is that process's side. Renaming finished files in their
+    own folder needs no space and almost never fails; if one move does fail, the files of the
+    group already moved are deleted, the rest discarded, and the error raised: none of the
+    group remains (the files they replaced are gone, as with any overwrite).
     """
 
     def __init__(self, owner: Optional[int] = None) -> None:
         self.owner = os.getpid() if owner is None else owner
-        self._members: list[AtomicFile] = []
-        self._adopted: list[Pending] = []
+        self._open: dict[int, AtomicFile] = {}
+        self._pending: list[Pending] = []
 
     def add(
         self, path: PathLike, *, text: bool = False, compress: Optional[bool] = None
     ) -> AtomicFile:
         """A new file of the group at ``path`` (see :class:`AtomicFile` for the options)."""
-        member = _Member(path, text=text, compress=compress, owner=self.owner)
-        self._members.append(member)
+        member = _Member(self, path, text=text, compress=compress, owner=self.owner)
+        self._open[id(member)] = member
         return member
+
+    def _ready(self, member: AtomicFile) -> None:
+        """``member`` is finished: keep its names only."""
+        self._open.pop(id(member), None)
+        self._pending.append((member.temporary, member.path))
 
     def adopt(self, pending: Sequence[Pending]) -> None:
         """Take over finished temporaries (from :meth:`hand_over` in another process)."""
-        self._adopted.extend(pending)
+        self._pending.extend(pending)
 
     def hand_over(self) -> list[Pending]:
         """Finish every file and give them up (for :meth:`adopt` in the owner process):
         this group then holds nothing."""
         self._finish_all()
-        pending = self._pending()
-        self._members, self._adopted = [], []
+        pending, self._pending = self._pending, []
         return pending
 
     def _finish_all(self) -> None:
         try:
-            for member in self._members:
-                member.finish()
+            for member in list(self._open.values()):
+                member.commit()  # a member's commit finishes it
         except BaseException:
             self.discard()
             raise
 
-    def _pending(self) -> list[Pending]:
-        own = [(m.temporary, m.path) for m in self._members if not m._done]
-        return own + self._adopted
-
     def commit(self) -> None:
         """Move every file into place (all of them, or none: see the class documentation)."""
-        self._finish_all()
-        pending = self._pending()
-        for member in self._members:
-            member._done = True
-        self._members, self._adopted = [], []
+        pending = self.hand_over()
         for index, (temporary, path) in enumerate(pending):
             try:
                 move_into_place(temporary, path)
@@ -269,11 +272,11 @@ class AtomicGroup:
 
     def discard(self) -> None:
         """Delete every file of the group; the paths are left as they were."""
-        for member in self._members:
+        for member in list(self._open.values()):
             member.discard()
-        for temporary, path in self._adopted:
+        for temporary, path in self._pending:
             remove_temporary(temporary, path)
-        self._members, self._adopted = [], []
+        self._open, self._pending = {}, []
 
     def __enter__(self) -> AtomicGroup:
         return self

@@ -62,24 +62,37 @@ class _Known:
             self._by_inode.setdefault(inode, given)
 
 
+def _entry(path: PathLike) -> str:
+    """The folder entry ``path`` names (its folder resolved, its own name kept: an output
+    replaces a link there rather than following it)."""
+    if is_url(path):
+        return str(path).rstrip("/")
+    local = Path(path)
+    try:
+        folder = local.parent.resolve()
+    except (OSError, RuntimeError):
+        folder = Path(os.path.abspath(local.parent))
+    return str(folder / local.name)
+
+
 def refuse_overwriting_inputs(
     outputs: Iterable[Optional[PathLike]], inputs: Iterable[Optional[PathLike]]
 ) -> None:
     """Raise :class:`OutputOverwritesInputError` when an output is one of the ``inputs`` (same
-    path, hard link, or a symbolic link either way) or two outputs are one file; ``None``
-    entries (options not given) are skipped. One ``stat`` per path, O(outputs + inputs)."""
-    sources, seen = _Known(), _Known()
+    path, hard link, or a symbolic link either way) or two outputs name one folder entry
+    (two links to one file are two outputs: each is replaced); ``None`` entries (options not
+    given) are skipped. One ``stat`` per path, O(outputs + inputs)."""
+    sources = _Known()
     for given in inputs:
         if given is not None:
             sources.add(given, _identity(given))
+    seen: dict[str, PathLike] = {}
     for output in outputs:
         if output is None:
             continue
-        identity = _identity(output)
-        source = sources.find(identity)
+        source = sources.find(_identity(output))
         if source is not None:
             raise OutputOverwritesInputError(f"{output}: output would overwrite input {source}")
-        earlier = seen.find(identity)
-        if earlier is not None:
+        earlier = seen.setdefault(_entry(output), output)
+        if earlier is not output:
             raise OutputOverwritesInputError(f"{output}: given for two outputs (also as {earlier})")
-        seen.add(output, identity)
