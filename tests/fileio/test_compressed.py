@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from chakra.errors import TraceFormatError
-from chakra.fileio import read_input
-from chakra.fileio.compressed import _ClosingGzipFile
+from chakra.errors import FileAccessError, TraceFormatError
+from chakra.fileio import open_binary_input, read_input
+from chakra.fileio.compressed import MIN_INFLATE_BUDGET_BYTES, _ClosingGzipFile, inflate_budget
 
 CONTENT = (
     b'{"traceEvents": [' + b",".join(b'{"ph": "X", "ts": %d}' % i for i in range(5000)) + b"]}"
@@ -119,6 +119,39 @@ def test_reading_peaks_at_about_the_content_size(tmp_path: Path, packed: bool) -
 
 def test_a_gzip_reader_over_a_url_stream_closes_it() -> None:
     source = io.BytesIO(gzip.compress(b"x"))
-    with _ClosingGzipFile(source) as stream:  # type: ignore[arg-type]
+    with _ClosingGzipFile(source, "memory://x.gz") as stream:  # type: ignore[arg-type]
         assert stream.read() == b"x"
     assert source.closed
+
+
+def _bomb(path: Path, inflated_mib: int, byte: bytes = b" ") -> Path:
+    """A gzip file of ``inflated_mib`` MiB of one byte (about 1000:1)."""
+    with gzip.open(path, "wb", compresslevel=9) as out:
+        for _ in range(inflated_mib):
+            out.write(byte * 2**20)
+    return path
+
+
+def test_a_gzip_bomb_is_refused_after_its_budget(tmp_path: Path) -> None:
+    path = _bomb(tmp_path / "bomb.json.gz", 256)
+    budget = inflate_budget(path.stat().st_size)
+    assert budget == MIN_INFLATE_BUDGET_BYTES  # 200x a ~250 KB file is under the floor
+    with pytest.raises(TraceFormatError, match="inflates to more than 67,108,864 bytes"):
+        read_input(path)
+    stream, _ = open_binary_input(path)
+    with stream, pytest.raises(TraceFormatError, match=str(path.name)):
+        while stream.read(2**20):
+            pass
+
+
+def test_the_budget_grows_with_the_compressed_size_and_can_be_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert inflate_budget(10**9) == 200 * 10**9
+    assert inflate_budget(None) == MIN_INFLATE_BUDGET_BYTES
+    path = _bomb(tmp_path / "bomb.json.gz", 80)
+    monkeypatch.setenv("CHAKRA_MAX_INFLATED_BYTES", str(100 * 2**20))
+    assert len(read_input(path)) == 80 * 2**20
+    monkeypatch.setenv("CHAKRA_MAX_INFLATED_BYTES", "lots")
+    with pytest.raises(FileAccessError, match="CHAKRA_MAX_INFLATED_BYTES"):
+        read_input(path)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chakra.ingest import load_device_trace
-from chakra.ingest.detect import PEEK_BYTES, TraceKind, peek_kind, peek_rank
+from chakra.ingest.detect import PEEK_BYTES, TraceKind, peek_kind, peek_rank, sniff_kind
 
 EVENT = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
 
@@ -81,3 +81,10 @@ def test_peek_kind(tmp_path: Path, name: str) -> None:
     text, kind = KINDS[name]
     assert peek_kind(write(tmp_path / name, text)) is kind
     assert peek_kind(write(tmp_path / f"{name}.gz", text)) is kind
+
+
+def test_a_file_of_blanks_is_taken_as_json_not_as_a_chakra_et(tmp_path: Path) -> None:
+    # 0x20 is also a protobuf varint (a 32-byte message): as an .et it would "parse"
+    path = tmp_path / "blanks.json"
+    path.write_bytes(b" " * 1000)
+    assert sniff_kind(path) is TraceKind.HOST_ET

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import gzip
 import logging
+import os
 import zlib
-from pathlib import Path
-from typing import BinaryIO, Optional
+from typing import Any, BinaryIO, Optional
 
 from chakra.errors import FileAccessError, PathLike, TraceFormatError
 from chakra.fileio.location import is_url, open_url
@@ -19,6 +19,33 @@ GZIP_MAGIC = b"\x1f\x8b"
 #: more than that for the file's size is not believed.
 MAX_DEFLATE_RATIO = 1032
 _GZIP_MIN_SIZE = 18  # a 10-byte header and an 8-byte trailer
+
+#: The inflation budget (docs/formats.md, "Input limits"): a gzip input may inflate to
+#: ``MAX_INFLATE_RATIO`` times its compressed size, and always to ``MIN_INFLATE_BUDGET_BYTES``.
+#: Real traces inflate 10-40x; a gzip bomb (1000x) is refused after reading its budget.
+#: ``CHAKRA_MAX_INFLATED_BYTES`` (an environment variable, bytes) replaces the budget.
+MAX_INFLATE_RATIO = 200
+MIN_INFLATE_BUDGET_BYTES = 64 * 2**20
+BUDGET_VARIABLE = "CHAKRA_MAX_INFLATED_BYTES"
+_CHUNK_BYTES = 4 * 2**20
+
+
+def inflate_budget(compressed_bytes: Optional[int]) -> int:
+    """How many bytes a gzip input of ``compressed_bytes`` (None: unknown) may inflate to."""
+    override = os.environ.get(BUDGET_VARIABLE, "").strip()
+    if override:
+        try:
+            value = int(override)
+        except ValueError:
+            value = -1
+        if value <= 0:
+            raise FileAccessError(
+                f"{BUDGET_VARIABLE}={override!r}: expected a positive number of bytes"
+            )
+        return value
+    if compressed_bytes is None:
+        return MIN_INFLATE_BUDGET_BYTES
+    return max(MIN_INFLATE_BUDGET_BYTES, MAX_INFLATE_RATIO * compressed_bytes)
 
 
 def _open_raw(path: PathLike, *, buffered: bool = True) -> BinaryIO:
@@ -49,11 +76,74 @@ def _starts_with_gzip_magic(raw: BinaryIO, path: PathLike) -> bool:
         raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-class _ClosingGzipFile(gzip.GzipFile):
-    """A reading ``GzipFile`` over an open stream that closes that stream with itself."""
+def _compressed_size(raw: BinaryIO) -> Optional[int]:
+    """The size of the seekable stream ``raw`` (left at its start), else None."""
+    try:
+        if not raw.seekable():
+            return None
+        size = raw.seek(0, 2)
+        raw.seek(0)
+        return size
+    except (OSError, ValueError):
+        return None
 
-    def __init__(self, source: BinaryIO) -> None:
+
+class BudgetedGzipFile(gzip.GzipFile):
+    """A reading ``GzipFile`` that raises :class:`TraceFormatError` once it has inflated
+    more than ``budget`` bytes (see :func:`inflate_budget`), before holding them all."""
+
+    def __init__(self, source: BinaryIO, path: PathLike, budget: int) -> None:
         super().__init__(fileobj=source, mode="rb")
+        self._path, self.budget, self._inflated = path, budget, 0  # budget: bytes
+
+    def _count(self, size: int) -> None:
+        self._inflated += size
+        if self._inflated > self.budget:
+            raise TraceFormatError(
+                self._path,
+                f"inflates to more than {self.budget:,} bytes (the input limit for a gzip"
+                f" file of this size; set {BUDGET_VARIABLE} to allow more)",
+            )
+
+    def read(self, size: Optional[int] = -1) -> bytes:
+        if size is None or size < 0:
+            parts = []
+            while True:
+                part = super().read(min(_CHUNK_BYTES, self.budget + 1))
+                self._count(len(part))
+                if not part:
+                    return b"".join(parts)
+                parts.append(part)
+        data = super().read(size)
+        self._count(len(data))
+        return data
+
+    def read1(self, size: int = -1) -> bytes:
+        data = super().read1(size)
+        self._count(len(data))
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        count = super().readinto(buffer)
+        self._count(count)
+        return count
+
+    def readline(self, size: Optional[int] = -1) -> bytes:
+        line = super().readline(size)
+        self._count(len(line))
+        return line
+
+
+def budgeted_gzip(source: BinaryIO, path: PathLike) -> BudgetedGzipFile:
+    """``source`` (positioned at its start) inflated within the budget of its size."""
+    return BudgetedGzipFile(source, path, inflate_budget(_compressed_size(source)))
+
+
+class _ClosingGzipFile(BudgetedGzipFile):
+    """A reading budgeted gzip file over an open stream that closes that stream with itself."""
+
+    def __init__(self, source: BinaryIO, path: PathLike) -> None:
+        super().__init__(source, path, inflate_budget(_compressed_size(source)))
         self._source = source
 
     def close(self) -> None:
@@ -74,14 +164,7 @@ def open_binary_input(path: PathLike) -> tuple[BinaryIO, bool]:
     raw = _open_raw(path)
     if not _starts_with_gzip_magic(raw, path):
         return raw, False
-    if is_url(path):
-        return _ClosingGzipFile(raw), True  # type: ignore[return-value]
-    raw.close()
-    source = Path(path)
-    try:
-        return gzip.open(source, "rb"), True  # type: ignore[return-value]
-    except OSError as exc:
-        raise FileAccessError(f"cannot open {source}: {exc.strerror or exc}") from exc
+    return _ClosingGzipFile(raw, path), True  # type: ignore[return-value]
 
 
 def gzip_size_hint(raw: BinaryIO) -> Optional[int]:
@@ -102,7 +185,7 @@ def gzip_size_hint(raw: BinaryIO) -> Optional[int]:
     return isize
 
 
-def _inflate_all(stream: gzip.GzipFile, hint: Optional[int]) -> bytes:
+def _inflate_all(stream: BudgetedGzipFile, hint: Optional[int]) -> bytes:
     """The whole inflated content of ``stream``, in one ``bytes`` object of peak ~1x size.
 
     ``GzipFile.read(n)`` allocates its ``n``-byte result once and inflates into it, where
@@ -111,7 +194,7 @@ def _inflate_all(stream: gzip.GzipFile, hint: Optional[int]) -> bytes:
     only checks the end (CRC, length, trailing data) and returns nothing. A multi-member or
     larger file leaves more: then the two parts are joined, which costs a copy.
     """
-    if hint is None:
+    if hint is None or hint > stream.budget:
         return stream.read()
     data = stream.read(hint)
     rest = stream.read()
@@ -136,7 +219,7 @@ def read_input(path: PathLike, size: int = -1) -> bytes:
             if not is_gzip:
                 return raw.read(size)
             hint = gzip_size_hint(raw) if size < 0 else None
-            with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+            with budgeted_gzip(raw, path) as stream:
                 return _inflate_all(stream, hint) if size < 0 else stream.read(size)
         except (OSError, EOFError, zlib.error) as exc:
             if not is_gzip:

@@ -50,10 +50,13 @@ def looks_like_json(data: bytes) -> bool:
 
 
 def sniff_kind(path: PathLike) -> TraceKind:
-    """JSON traces are told apart later by their keys; anything else is taken as a Chakra ET."""
+    """JSON traces are told apart later by their keys; anything else is taken as a Chakra ET.
+    A file that starts with nothing but blanks is taken as JSON (its reader says what it is)."""
     head = read_input(path, 256)
     if not head:
         raise TraceFormatError(path, "empty file")
+    if head.isspace():  # JSON's blanks: no .et starts with 256 of them (nor a short one)
+        return TraceKind.HOST_ET
     return TraceKind.HOST_ET if looks_like_json(head) else TraceKind.CHAKRA_ET
 
 
