@@ -21,6 +21,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -83,7 +84,14 @@ def run_format(
         for _ in range(examples):
             if deadline is not None and time.monotonic() > deadline:
                 break
-            report = fuzz_one(seeds, format_name, rng, scratch / "case", runner)
+            try:
+                report = fuzz_one(seeds, format_name, rng, scratch / "case", runner)
+            except Exception as exc:  # a bug of the fuzzer: count it, show it once, go on
+                signature = f"harness:error:{type(exc).__name__}"
+                if signature not in tally.counts:
+                    traceback.print_exc()
+                tally.add(format_name, Finding(signature, str(exc), "?", "?", ""))
+                continue
             done += 1
             for finding in report.findings:
                 if tally.add(format_name, finding) and save_dir is not None:
@@ -150,9 +158,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cases = tally.throughput[format_name][0]
         print(f"[{number + 1}/{len(formats)}] {format_name}: {cases} cases, "
               f"{len(tally.counts)} signatures so far", file=sys.stderr, flush=True)  # fmt: skip
+        if args.report:  # after each format: a crash or a kill keeps what was found
+            args.report.write_text(json.dumps(tally.as_json(), indent=1))
     print_catalogue(tally)
-    if args.report:
-        args.report.write_text(json.dumps(tally.as_json(), indent=1))
     return 1 if tally.unknown() else 0
 
 

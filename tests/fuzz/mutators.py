@@ -124,7 +124,7 @@ class JsonSeed:
 def _json_container(text: str) -> bool:
     try:
         return isinstance(json.loads(text), (list, dict))
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -229,6 +229,8 @@ def _op_embedded(seed: JsonSeed, doc: Any, rng: random.Random) -> str:
         raise LookupError("no JSON in a string")
     path = seed.embedded[rng.randrange(len(seed.embedded))]
     parent, last = _resolve(doc, path)
+    if not isinstance(parent[last], str) or not _json_container(parent[last]):
+        raise LookupError("an earlier step replaced the JSON string")
     inner = JsonSeed("embedded", json.loads(parent[last]))
     if not inner.by_depth:
         raise LookupError("empty JSON in a string")
@@ -411,7 +413,7 @@ def mutate_json(seed: JsonSeed, rng: random.Random) -> tuple[bytes, Mutation]:
         op = _weighted(rng, TREE_OPS)
         try:
             mutation.steps.append(op(seed, document, rng))
-        except (LookupError, TypeError):
+        except (LookupError, TypeError, RecursionError):
             continue
     data = dumps(document, seed.layout)
     if byte_level:

@@ -250,8 +250,8 @@ def _visualizer(m: Path, s: Seed, o: Path, rng: random.Random) -> Case:
 
 
 def _text(m: Path, s: Seed, o: Path, rng: random.Random) -> Case:
-    npus = (1, 2, 3, 4, 0, -1)[min(rng.randrange(24), 5)]  # 0 or -1 once in 24
-    passes = (1, 2, 3, 0, -1)[min(rng.randrange(24), 4)]
+    npus = (0, -1)[rng.randrange(2)] if rng.randrange(24) == 0 else 1 + rng.randrange(4)
+    passes = (0, -1)[rng.randrange(2)] if rng.randrange(24) == 0 else 1 + rng.randrange(3)
     prefix = o / "workload"
     outputs = tuple(Path(f"{prefix}.{npu}.et") for npu in range(max(npus, 0)))
     return Case("converter", ("Text", "--input", str(m), "--output", str(prefix),

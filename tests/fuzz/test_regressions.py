@@ -10,6 +10,7 @@ the unexpected pass fails the suite, telling the fixer to remove the mark.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,8 @@ def test_gzip_bomb(
 # --- null, a dict or an int where a string or a list is expected ---------------------------
 
 
-def _host_with(base: dict[str, Path], tmp_path: Path, edit: Any) -> Path:
-    document = handmade.read_json(base["host"])
+def _host_with(base: dict[str, Path], tmp_path: Path, edit: Any, which: str = "host") -> Path:
+    document = handmade.read_json(base[which])
     edit(document["nodes"])
     return handmade.write_json(tmp_path / "edited_host.json", document)
 
@@ -146,6 +147,16 @@ def _comm_field(field: str, value: Any) -> Any:
     return edit
 
 
+def _any_inputs(field: str, value: Any) -> Any:
+    """Set an input field of the first communication op (gloo:*) with inputs."""
+
+    def edit(nodes: list[dict]) -> None:
+        comm = (n for n in nodes if n["name"].startswith("gloo:") and n["inputs"]["types"])
+        next(comm)["inputs"][field] = value
+
+    return edit
+
+
 def _et_plus_collective(key: str, value: Any) -> Any:
     def edit(node: dict) -> None:
         node["collective"][key] = value
@@ -163,6 +174,8 @@ def _et_plus_collective(key: str, value: Any) -> Any:
         case("host-pg-table-null", _pg_table([None]),
              why="exit 0, a send without comm_dst: chakra_validate rejects the .et"),
         case("host-comm-outputs-null", _comm_field("outputs", None), fixed=True),
+        case("host-inputs-types-int", _any_inputs("types", -(2**70)),
+             why="TypeError in chakra/ingest/host_model.py:tensors (found by fuzzing)"),
         case("host-comm-types-dict", _comm_field("types", {"a": 1}), fixed=True),
         case("host-comm-values-int", _comm_field("values", 7), fixed=True),
         case("et_plus-collective-name-dict", _et_plus_collective("name", {}), fixed=True),
@@ -176,7 +189,7 @@ def test_wrong_json_type(base: dict[str, Path], tmp_path: Path, where: str, edit
                                        has=b'"collective"')  # fmt: skip
         check(convert(source, out))
         return
-    source = _host_with(base, tmp_path, edit)
+    source = _host_with(base, tmp_path, edit, "gloo_host" if "inputs" in where else "host")
     check(convert(source, out, "--rank", "0"))
     check(host_link(source, base["kineto"], out))
 
@@ -238,6 +251,8 @@ DIGITS = b"9" * 5000
     [
         case("kineto-ts", fixed=True),
         case("host-attr", fixed=True),
+        case("host-pg-table", why="ValueError (int-string limit of json.loads) in "
+             "chakra/convert/classify.py:process_groups"),
         case("et_plus-ts", fixed=True),
         case("text-layer-count", fixed=True),
         case("chrome-ts", fixed=True),
@@ -276,6 +291,13 @@ def _huge_or_nan(base: dict[str, Path], tmp_path: Path, out: Path, where: str, r
         document["nodes"][5]["attrs"][0]["value"] = "RAW"
         host = handmade.write_json(tmp_path / "host.json", document, swap)
         check(convert(host, out, "--rank", "0"))
+    elif where == "host-pg-table":
+        document = handmade.read_json(base["host"])
+        table = json.dumps([{"pg_name": "0", "pg_desc": "default_pg", "ranks": [0, 1],
+                             "group_size": "RAW", "group_count": 1}])  # fmt: skip
+        table = table.replace('"RAW"', raw.decode())
+        _node_named(document["nodes"], "## process_group:init ##")["inputs"]["values"] = [table]
+        check(convert(handmade.write_json(tmp_path / "host.json", document), out, "--rank", "0"))
     elif where == "et_plus-ts":
         source = handmade.edit_et_plus(base["et_plus"], tmp_path / "etp.json",
                                        lambda node: node.update(ts="RAW"))  # fmt: skip
@@ -336,3 +358,29 @@ def test_et_plus_line_missing_a_comma(base: dict[str, Path], tmp_path: Path) -> 
     source.write_bytes(b"\n".join(lines))
     _, outcome = check(convert(source, out_dir(tmp_path)))
     assert outcome.verdict is Verdict.CLEAN_ERROR, "malformed JSON was converted"
+
+
+@pytest.mark.parametrize(
+    ("tool", "group"),
+    [
+        case("sim", {"group_size": 2**70}, id="sim-group_size-2^70",
+             why="OverflowError in chakra/ingest/host_comms.py:members (found by fuzzing)"),
+        case("converter", {"group_size": float("-inf")}, id="converter-group_size--Infinity",
+             why="OverflowError in chakra/convert/classify.py:__init__ (found by fuzzing)"),
+        case("converter", {"ranks": [0, 2**63]}, id="converter-rank-2^63",
+             why="status 1 naming no file: 'cannot store [0, 2^63] as int64_list in pg_ranks'"),
+    ],
+)  # fmt: skip
+def test_process_group_table_values(
+    base: dict[str, Path], tmp_path: Path, tool: str, group: dict
+) -> None:
+    """Numbers a process-group table cannot hold (the JSON string input of
+    ``## process_group:init ##``)."""
+    document = handmade.read_json(base["gloo_host"])
+    entry = {"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cpu:gloo,cuda:gloo",
+             "ranks": [], "group_size": 2, "group_count": 1, **group}  # fmt: skip
+    node = _node_named(document["nodes"], "## process_group:init ##")
+    node["inputs"]["values"] = [json.dumps([entry])]
+    source = handmade.write_json(tmp_path / "host.json", document)
+    out = out_dir(tmp_path)
+    check(sim(out, source) if tool == "sim" else convert(source, out, "--rank", "0"))

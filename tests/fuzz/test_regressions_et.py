@@ -161,3 +161,9 @@ def test_timeline_of_graph_without_measured_starts(tmp_path: Path) -> None:
         check(Case("sim", (str(graph), "--timeline", str(timeline), *options), (graph,),
                    (timeline,), out))  # fmt: skip
         check(timeline_of(timeline, out_dir(tmp_path / "again")))
+
+
+@xfail("AttributeKindError names the node, not the file (et/summary.py; found by fuzzing)")
+def test_trace_info_attribute_of_another_kind(base: dict[str, Path], tmp_path: Path) -> None:
+    graph = _with_attr(base, tmp_path, "comm_type", field_bytes(14, b""))
+    check(Case("trace_info", (str(graph),), (graph,), (), out_dir(tmp_path)))
