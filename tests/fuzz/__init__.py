@@ -4,10 +4,11 @@ exit status 1 (2 for usage) and no output, and never a traceback, signal, hang o
 - ``process``: run a tool in a subprocess (``run_tool``) or a forked copy of this process
   (``fork_tool``, several times faster); ``harness``: the verdict on a run (OK, CLEAN_ERROR,
   FAILURE with a signature) and ``run_case``.
-- ``mutators`` (JSON, text, gzip) and ``et_mutators`` (``.et`` wire format): structure-aware
-  mutants of small valid seeds; ``targets``: the seeds of each format, the tools that read
-  it, ``fuzz_one``; ``known``: the failure signatures today's code still shows, with what to
-  fix; ``handmade`` and ``checks``: the inputs and helpers of the regression tests.
+- ``mutators`` (JSON trees), ``stream_mutators`` (bytes, gzip, text lines) and
+  ``et_mutators`` (``.et`` wire format): structure-aware mutants of small valid seeds;
+  ``targets``: the seeds of each format, the tools that read it, ``fuzz_one``; ``known``:
+  the failure signatures today's code still shows, with what to fix; ``handmade`` and
+  ``checks``: the inputs and helpers of the regression tests.
 - ``test_regressions*.py``: one named test per reported failure (strict xfail while it
   fails); ``test_mutations.py``: a few dozen derandomized mutants per format;
   ``test_harness.py``: the harness itself.

@@ -17,7 +17,7 @@ from typing import Callable
 
 from chakra.et import Node
 from chakra.et.framing import iter_framed_messages
-from tests.fuzz.mutators import Mutation, _weighted
+from tests.fuzz.stream_mutators import Mutation, weighted
 
 U64 = (1 << 64) - 1
 SPECIAL_U64 = (0, 1, 2**31, 2**32, 2**53 + 1, 2**63 - 1, 2**63, U64)
@@ -301,7 +301,7 @@ def mutate_et(seed: EtSeed, rng: random.Random) -> tuple[bytes, Mutation]:
     while len(mutation.steps) < wanted and tries < 20:
         tries += 1
         try:
-            mutation.steps.append(_weighted(rng, ET_OPS)(seed, bodies, rng))
+            mutation.steps.append(weighted(rng, ET_OPS)(seed, bodies, rng))
         except LookupError:
             continue
     if rng.randrange(6) == 0:

@@ -21,7 +21,8 @@ from typing import Any, Callable, Optional
 
 from tests.fuzz.et_mutators import EtSeed, mutate_et
 from tests.fuzz.harness import Case, Outcome, Runner, RunResult, Verdict, normalise, run_case
-from tests.fuzz.mutators import JsonSeed, Mutation, maybe_gzip, mutate_json, mutate_lines
+from tests.fuzz.mutators import JsonSeed, mutate_json
+from tests.fuzz.stream_mutators import Mutation, maybe_gzip, mutate_lines, weighted
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT / "tests" / "data" / "pytorch213"
@@ -333,9 +334,7 @@ class CaseReport:
 
 
 def _pick(rng: random.Random, table: Sequence[tuple[int, Any]]) -> Any:
-    from tests.fuzz.mutators import _weighted
-
-    return _weighted(rng, table)
+    return weighted(rng, table)
 
 
 def fuzz_one(
