@@ -1,0 +1,183 @@
+"""The fuzz harness itself: the verdict on made-up runs, and the runners on tiny scripts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.harness import (
+    Case,
+    RunResult,
+    Snapshot,
+    Verdict,
+    fork_tool,
+    normalise,
+    run_case,
+    run_tool,
+    traceback_summary,
+    verdict,
+)
+
+
+def result(returncode=1, stderr="", stdout="", signal=None, timed_out=False, module="sim"):
+    return RunResult(module, ("x",), returncode, signal, stdout, stderr, 0.1, 0, timed_out)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    source, out = tmp_path / "in.et", tmp_path / "out"
+    source.write_bytes(b"seed")
+    out.mkdir()
+    return source, out
+
+
+def test_one_error_line_naming_the_file_is_a_clean_error(files: tuple[Path, Path]) -> None:
+    source, out = files
+    before = Snapshot.take([source], [out])
+    stderr = "chakra_sim: INFO: reading\nchakra_sim: error: in.et: bad size at byte offset 3\n"
+    outcome = verdict(result(1, stderr), before)
+    assert outcome.verdict is Verdict.CLEAN_ERROR, outcome
+    assert outcome.reason == "in.et: bad size at byte offset 3"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "signature"),
+    [
+        ("Traceback (most recent call last):\n"
+         '  File "/x/src/chakra/simulate/model.py", line 3, in _read_nodes\n'
+         "    ids_append(node.id)\nOverflowError: int too big to convert\n",
+         "sim:traceback:OverflowError@chakra/simulate/model.py:_read_nodes"),
+        ("chakra_sim: error: rank 0: node 3 never ran\n",
+         "sim:unnamed-file:rank-N:-node-N-never-ran"),
+        ("chakra_sim: error: in.et: one\nchakra_sim: error: in.et: two\n",
+         "sim:multi-line-error"),
+        ("chakra_sim: ERROR: in.et: logged\nchakra_sim: error: in.et: bad\n",
+         "sim:multi-line-error"),
+        ("", "sim:no-error-line"),
+    ],
+    ids=["traceback", "unnamed", "two-lines", "error-log-line", "silent"],
+)  # fmt: skip
+def test_failures_and_their_signatures(
+    files: tuple[Path, Path], stderr: str, signature: str
+) -> None:
+    outcome = verdict(result(1, stderr), Snapshot.take([files[0]], [files[1]]))
+    assert outcome.verdict is Verdict.FAILURE
+    assert outcome.signature == signature
+
+
+def test_signal_timeout_and_status(files: tuple[Path, Path]) -> None:
+    before = Snapshot.take([files[0]], [files[1]])
+    assert verdict(result(None, signal=11), before).signature == "sim:signal:SIGSEGV"
+    assert verdict(result(None, signal=9, timed_out=True), before).signature == "sim:timeout"
+    assert verdict(result(3, "chakra_sim: error: in.et: x\n"), before).signature == "sim:status:3"
+
+
+def test_usage_errors_need_the_usage_line(files: tuple[Path, Path]) -> None:
+    before = Snapshot.take([files[0]], [files[1]])
+    usage = "usage: chakra_converter PyTorch [-h] --input INPUT\n       --output OUTPUT\n"
+    line = "chakra_converter PyTorch: error: the following arguments are required: --output\n"
+    good = verdict(result(2, usage + line, module="converter"), before)
+    assert good.verdict is Verdict.CLEAN_ERROR, good
+    assert verdict(result(2, line, module="converter"), before).signature == (
+        "converter:usage-format"
+    )
+
+
+def test_error_with_output_left_or_input_changed(files: tuple[Path, Path]) -> None:
+    source, out = files
+    before = Snapshot.take([source], [out])
+    (out / "half.et").write_bytes(b"x")
+    error = "chakra_sim: error: in.et: bad\n"
+    assert verdict(result(1, error), before).signature == "sim:output-on-error"
+    (out / "half.et").unlink()
+    (out / ".x.et.abc.partial").write_bytes(b"x")
+    assert verdict(result(1, error), before).signature == "sim:partial-left"
+    (out / ".x.et.abc.partial").unlink()
+    source.write_bytes(b"changed")
+    assert verdict(result(0), before).signature == "sim:input-modified"
+
+
+def test_success_needs_valid_outputs(tmp_path: Path) -> None:
+    good, bad, nan = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    good.write_text(json.dumps({"a": [1]}))
+    bad.write_text('{"a": ')
+    nan.write_text('{"a": NaN}')
+    before = Snapshot.take([], [])
+    assert verdict(result(0), before, [good]).verdict is Verdict.OK
+    assert verdict(result(0), before, [bad]).signature == "sim:invalid-output:JSONDecodeError"
+    assert verdict(result(0), before, [nan]).signature == "sim:invalid-output:ValueError"
+    assert verdict(result(0), before, [tmp_path / "d.json"]).signature == (
+        "sim:missing-output:missing"
+    )
+    assert verdict(result(0, "x.py:3: RuntimeWarning: overflow\n"), before).signature == (
+        "sim:stray-stderr:RuntimeWarning"
+    )
+
+
+def test_a_chakra_et_output_must_validate(tmp_path: Path) -> None:
+    from chakra.et import GlobalMetadata, Node, make_attr, write_et
+
+    path = tmp_path / "g.et"
+    node = Node(id=1, name="a", type=4, data_deps=[7], attr=[make_attr("is_cpu_op", True)])
+    write_et(path, GlobalMetadata(version="0.0.4"), [node])
+    outcome = verdict(result(0), Snapshot.take([], []), [path])
+    assert outcome.signature == "sim:invalid-output:dangling_data_dep", outcome
+
+
+def test_traceback_summary_keeps_the_innermost_chakra_frame() -> None:
+    stderr = ("Traceback (most recent call last):\n"
+              '  File "/r/src/chakra/cli/sim.py", line 1, in main\n    x\n'
+              '  File "/r/src/chakra/ingest/json_input.py", line 9, in decode_json\n    y\n'
+              '  File "/usr/lib/python3/json/decoder.py", line 3, in decode\n    z\n'
+              "msgspec.DecodeError: Invalid UTF-8\n")  # fmt: skip
+    assert traceback_summary(stderr) == (
+        "DecodeError",
+        "Invalid UTF-8",
+        "chakra/ingest/json_input.py:decode_json",
+    )
+
+
+def test_normalise_drops_particulars() -> None:
+    assert normalise("rank 3: node id 17 ('aten::mm') appears twice in /a/b.et") == (
+        "rank-N:-node-id-N-(<q>)-appears-twice"
+    )
+
+
+SCRIPT = """\
+import os, signal, sys, time
+what = sys.argv[1]
+if what == "segv":
+    os.kill(os.getpid(), signal.SIGSEGV)
+if what == "hang":
+    time.sleep(60)
+if what == "raise":
+    raise ValueError("boom")
+print("integration_tests: error: nothing here", file=sys.stderr)
+sys.exit(1)
+"""
+
+
+@pytest.mark.parametrize("runner", [run_tool, fork_tool], ids=["subprocess", "fork"])
+def test_runners_see_signals_hangs_and_tracebacks(tmp_path: Path, runner) -> None:
+    script = tmp_path / "integration_tests.py"
+    script.write_text(SCRIPT)
+    segv = runner(str(script), ["segv"], 10)
+    assert segv.signal == 11 and segv.returncode is None
+    hang = runner(str(script), ["hang"], 0.5)
+    assert hang.timed_out and hang.wall_s < 10
+    raised = runner(str(script), ["raise"], 10)
+    assert raised.returncode == 1 and "ValueError: boom" in raised.stderr
+    assert re.search(r"Traceback \(most recent call last\)", raised.stderr)
+
+
+def test_run_case_checks_added_outputs(tmp_path: Path) -> None:
+    """chakra_generator's files are checked although the case names none of them."""
+    out = tmp_path / "out"
+    out.mkdir()
+    case = Case("generator", ("--num_npus", "2", "--output-dir", str(out)), (), (), out)
+    _, outcome = run_case(case, fork_tool)
+    assert outcome.verdict is Verdict.OK, outcome
+    assert len(list(out.glob("*.et"))) > 4
