@@ -129,7 +129,8 @@ class BudgetedGzipFile(gzip.GzipFile):
         return count
 
     def readline(self, size: Optional[int] = -1) -> bytes:
-        line = super().readline(size)
+        room = self.budget - self._inflated + 1  # a line longer than the budget stops there
+        line = super().readline(room if size is None or size < 0 else min(size, room))
         self._count(len(line))
         return line
 
