@@ -35,27 +35,12 @@ KNOWN: dict[str, str] = {
     "pipeline:output-on-error": "chakra_pipeline makes --output-dir (and writes the ranks "
     "done) before a bad input fails the run (pipeline/run.py)",
     # --- chakra_converter (chakra/convert)
-    "*:traceback:OverflowError@chakra/convert/*": "ids >= 2^63 / timestamps of 1e308 in ET+: "
-    "convert/segments.py:_own_time and nodes.py:_exact_duration overflow; check ranges",
-    "*:traceback:TypeError@chakra/ingest/host_comms.py:parse_process_groups": "the process-"
-    "group table input of '## process_group:init ##' is not a list of strings",
-    "*:traceback:TypeError@chakra/convert/classify.py:*": "a process group's 'ranks' not a "
-    "list of ints (convert/classify.py)",
-    "*:traceback:ValueError@chakra/convert/classify.py:process_groups": "a 5,000-digit number "
-    "in the process-group table: json.loads hits the int-string limit (ValueError)",
     "trace_info:unnamed-file:attribute-<q>-of-node-N-holds-*": "chakra_trace_info on a .et "
     "with an attribute of another kind: AttributeKindError names the node, not the file "
     "(et/summary.py)",
-    "converter:invalid-output:missing_attr": "a send/recv whose peer is unknown (no --rank, or "
-    "a broken process-group table) is written without comm_dst/comm_src: chakra_validate "
-    "rejects the .et; refuse, or leave it out with a warning",
-    "converter:output-on-error": "--validate finds problems after the .et is in place: "
-    "status 1 but the .et stays (cli/converter.py: validate before committing, or remove it)",
     "*:traceback:TypeError@chakra/ingest/host_model.py:*": "host ET inputs/outputs fields "
     "(values, shapes, types) of another JSON type: ingest/host_model.py iterates them as "
     "lists; decode them into typed structs or check",
-    "*:traceback:OverflowError@chakra/ingest/*": "a process-group table with sizes/ranks of "
-    "2^63 and more (ingest/host_comms.py:members builds range(group_size))",
     "*:unnamed-file:cannot-store-*": "a host ET header (start_ts, finish_ts, pid) of "
     "2^64 and more fails when the .et metadata is written: AttributeKindError names the "
     "attribute, not the file; check header ranges on reading (ingest/host_loader.py)",

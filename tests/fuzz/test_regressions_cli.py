@@ -185,7 +185,6 @@ def test_link_batch_failure_creates_nothing(
     check(run, fork_tool)
 
 
-@xfail("status 1, but the .et that failed --validate stays in place (found by fuzzing)")
 def test_converter_validate_failure_leaves_no_output(base: dict[str, Path], tmp_path: Path) -> None:
     check(convert(base["gloo_host"], out_dir(tmp_path), "--validate"))
 

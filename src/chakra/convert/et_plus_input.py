@@ -224,6 +224,7 @@ def load_et_plus(
         outline = keep_whole is not None and _ids_increase(nodes)
         if keep_whole is not None and not outline:
             return load_et_plus(path)  # read again, whole: the outline cannot be used
+        check_ranges(path, header, nodes)
         return EtPlusTrace(path=str(path), schema=header.schema, pid=header.pid,
                            time=header.time, start_ts=header.start_ts,
                            finish_ts=header.finish_ts, nodes=nodes,
@@ -238,6 +239,7 @@ def load_et_plus(
     if not any(node.ts is not None for node in nodes):
         del nodes, raw  # read again as a host ET
         return _from_host_trace(path, data)
+    check_ranges(path, raw, nodes)
     return EtPlusTrace(
         path=str(path),
         schema=raw.schema,
@@ -248,6 +250,33 @@ def load_et_plus(
         nodes=nodes,
         link=raw.chakra_link,
     )
+
+
+#: Input limits (docs/formats.md): ids below 2^62 (the converter numbers the nodes it adds
+#: after the largest, and ids must stay below 2^63), header integers 0 to 2^63-1, times
+#: and durations finite and within +-2^62 ns (in µs here), so that sums of two still fit.
+ID_LIMIT = 2**62
+HEADER_LIMIT = 2**63
+TIME_LIMIT_US = 2**62 / 1000
+_TIMES = ("ts", "dur", "inclusive_dur", "exclusive_dur", "idle_gap")
+
+
+def check_ranges(path: PathLike, header: Any, nodes: list[EtPlusNode]) -> None:
+    """Refuse numbers a ``.et`` cannot hold (see the limits above), naming the file and node."""
+    for name in ("pid", "start_ts", "finish_ts"):
+        value = getattr(header, name)
+        if value is not None and not 0 <= value < HEADER_LIMIT:
+            raise TraceFormatError(path, f"header {name} {value} is not 0 to 2^63-1")
+    limit = TIME_LIMIT_US
+    for node in nodes:
+        if not 0 <= node.id < ID_LIMIT:
+            problem = "is negative (ids are unsigned)" if node.id < 0 else "is 2^62 or more"
+            raise TraceFormatError(path, f"node id {node.id} {problem}")
+        for name in _TIMES:
+            value = getattr(node, name)
+            if value is not None and not -limit < value < limit:  # NaN fails too
+                raise TraceFormatError(path, f"node {node.id}: {name} {value} is not a finite "
+                                       "time within +-2^62 ns")  # fmt: skip
 
 
 def _read_lines(
@@ -313,6 +342,7 @@ def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
     sharing, extras, encode = _Sharing(), {}, msgspec.json.encode
     nodes = [sharing.node(_NODE_DECODER.decode(encode(host_node_untimed(op, extras))))
              for op in host.ops]  # fmt: skip
+    check_ranges(path, host, nodes)
     return EtPlusTrace(path=str(path), schema=host.schema, pid=host.pid, time=host.time,
                        start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
                        link=None)  # fmt: skip
