@@ -13,6 +13,7 @@ import pytest
 
 from chakra.convert.classify import process_groups
 from chakra.convert.et_plus_input import EtPlusNode, load_et_plus
+from chakra.convert.et_plus_lines import read_by_lines
 from chakra.errors import TraceFormatError
 from chakra.ingest.host_comms import group_problem, parse_process_groups
 from chakra.ingest.host_model import OpArgs
@@ -84,3 +85,28 @@ def test_host_group_table_checks() -> None:
     groups, note = parse_process_groups(OpArgs(json.dumps({"values": [table]}).encode()))
     assert groups == () and note is not None and "group_size" in note
     assert group_problem([0, 1], 2) is None and group_problem([True], None) is not None
+
+
+def _lines(*nodes: bytes) -> bytes:
+    head = b'{"schema": "1.1.1-chakra.0.0.4",\n"chakra_link": {"format": "x"},\n"nodes": [\n'
+    return head + b"\n".join(nodes) + b"\n]}\n"
+
+
+@pytest.mark.parametrize(
+    ("nodes", "readable"),
+    [
+        ((b'{"id": 1, "name": "a"},', b'{"id": 2, "name": "b"}'), True),
+        ((b'{"id": 1, "name": "a"}', b'{"id": 2, "name": "b"}'), False),  # a comma missing
+        ((b'{"id": 1, "name": "a"},', b'{"id": 2, "name": "b"},'), False),  # one too many
+        ((b'{"id": 1, "name": "a"},,', b'{"id": 2, "name": "b"}'), False),
+    ],
+)
+def test_node_lines_need_their_commas(tmp_path: Path, nodes: tuple, readable: bool) -> None:
+    """The line reader takes only JSON as written; anything else goes to the whole-document
+    decode, which reports where it breaks."""
+    path = tmp_path / "p.json"
+    path.write_bytes(_lines(*nodes))
+    read = read_by_lines(path, msgspec.json.Decoder(dict), msgspec.json.decode)
+    assert (read is not None) is readable
+    if readable:
+        assert [n["id"] for n in read[1]] == [1, 2]
