@@ -44,12 +44,6 @@ KNOWN: dict[str, str] = {
     "*:unnamed-file:cannot-store-*": "a host ET header (start_ts, finish_ts, pid) of "
     "2^64 and more fails when the .et metadata is written: AttributeKindError names the "
     "attribute, not the file; check header ranges on reading (ingest/host_loader.py)",
-    "converter:traceback:ValueError@chakra/text/*": "Text: a compute time or size of 2^64 and "
-    "more reaches protobuf (text/graph.py:comp); check ranges in text/workload.py",
-    "converter:unnamed-file:num_npus-must-be-at-least-*": "Text: --num-npus < 1 is a usage "
-    "error: status 2 with the usage line (chakra/text/convert.py, cli/converter.py)",
-    "converter:unnamed-file:num_passes-must-be-at-least-*": "Text: --num-passes < 1 is a usage "
-    "error: status 2 with the usage line",
     # --- chakra_sim (chakra/simulate)
     "sim:traceback:OverflowError@chakra/simulate/*": _SIM_READ,
     "sim:traceback:TypeError@chakra/simulate/*": _SIM_READ,
