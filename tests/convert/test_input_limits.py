@@ -110,3 +110,11 @@ def test_node_lines_need_their_commas(tmp_path: Path, nodes: tuple, readable: bo
     assert (read is not None) is readable
     if readable:
         assert [n["id"] for n in read[1]] == [1, 2]
+
+
+def test_invalid_utf8_in_inputs_or_outputs_names_file_and_node(tmp_path: Path) -> None:
+    node = et_plus_node(2, 1, outputs={"values": ["BAD"], "shapes": [[]], "types": ["String"]})
+    path = write(tmp_path / "p.json", [node])
+    path.write_bytes(path.read_bytes().replace(b'"BAD"', b'"\xff\xfe"'))
+    with pytest.raises(TraceFormatError, match="node 2: inputs or outputs hold invalid UTF-8"):
+        load_et_plus(path)

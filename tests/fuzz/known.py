@@ -26,11 +26,8 @@ KNOWN: dict[str, str] = {
     "*:traceback:RecursionError@*": _DEEP,
     # --- invalid UTF-8 (chakra/ingest/host_model.py, link/et_plus.py, convert writers)
     "*:traceback:DecodeError@chakra/ingest/host_model.py:*": _UTF8,
-    "*:traceback:DecodeError@chakra/convert/converter.py:*": _UTF8 + " (ET+ to chakra_sim)",
     "trace_link:invalid-output:JSONDecodeError": _UTF8 + ": link/et_plus.py writes it raw, so "
     "the ET+ is not JSON",
-    "converter:invalid-output:EtFormatError": "the .et written does not parse: strings with "
-    "invalid UTF-8 (see above) or timestamps of 2^64 and more (convert/nodes.py)",
     "pipeline:invalid-output:*": "what trace_link/converter write (see their entries)",
     "pipeline:output-on-error": "chakra_pipeline makes --output-dir (and writes the ranks "
     "done) before a bad input fails the run (pipeline/run.py)",
