@@ -43,7 +43,7 @@ def test_sim_plot_path(base: dict[str, Path], tmp_path: Path, plot: str) -> None
 @pytest.mark.parametrize(
     "tool",
     [
-        case("converter", why="FileNotFoundError in chakra/cli/converter.py:_convert"),
+        case("converter", fixed=True),
         case("timeline_visualizer", fixed=True),
     ],
 )  # fmt: skip
