@@ -24,7 +24,8 @@ from chakra.fileio import open_binary_input
 
 _NODES_LINE = b'"nodes": ['
 _LINK_PREFIX = b'"chakra_link": '
-_READ_ERRORS = (msgspec.DecodeError, OSError, EOFError, ValueError, zlib.error)
+#: RecursionError: JSON nested too deep; the whole-document decode reports it naming the file
+_READ_ERRORS = (msgspec.DecodeError, OSError, EOFError, ValueError, zlib.error, RecursionError)
 
 
 def read_by_lines(
