@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
 from chakra.et import read_et
@@ -137,3 +139,48 @@ def test_ranks_converted_one_at_a_time_share_one_comm_group_file(tmp_path: Path)
         'job.comm_groups.json: not a comm-group JSON file ({"<pg_name>": [ranks]})'
     )
     assert (tmp_path / "job.comm_groups.json").read_text() == "[1, 2]"
+
+
+GLOO_HOST = (
+    Path(__file__).parents[1] / "data" / "pytorch213" / "gloo_2rank" / "rank0.host_et.json.gz"
+)
+
+
+def test_send_recv_without_known_peer_is_refused(tmp_path: Path) -> None:
+    """Without --rank the ends of a send/recv are unknown: no valid .et can be written."""
+    out = tmp_path / "g.et"
+    result = converter("PyTorch", "--input", str(GLOO_HOST), "--output", str(out))
+    assert result.returncode == 1 and not out.exists()
+    line = result.stderr.strip().splitlines()[-1]  # after the conversion's warnings
+    assert line.startswith(f"chakra_converter: error: {GLOO_HOST}: node ") and "--rank" in line
+    result = converter("PyTorch", "--input", str(GLOO_HOST), "--output", str(out),
+                       "--rank", "0", "--validate")  # fmt: skip
+    assert result.returncode == 0 and out.exists(), result.stderr
+
+
+def test_validate_failure_leaves_no_output(
+    et_plus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--validate checks the finished temporary: a failure leaves no .et (nor the old one
+    replaced)."""
+    from chakra.cli import converter as cli
+    from chakra.errors import ChakraError
+    from chakra.et import validate
+
+    out = tmp_path / "v.et"
+    out.write_bytes(b"old")
+    seen, original = [], validate.validate_et
+
+    def failing(path: Any, *args: Any) -> Any:
+        seen.append(Path(path))
+        report = original(path)
+        return msgspec.structs.replace(
+            report, problems=(validate.Problem("made-up", 0, "made up"),)
+        )
+
+    monkeypatch.setattr(validate, "validate_et", failing)
+    with pytest.raises(ChakraError, match="1 validation problems"):
+        cli._convert(cli.build_parser().parse_args(
+            ["PyTorch", "--input", str(et_plus), "--output", str(out), "--validate"]))  # fmt: skip
+    assert seen and seen[0] != out and out.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.et"]

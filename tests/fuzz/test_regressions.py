@@ -26,7 +26,6 @@ from tests.fuzz.checks import (
     out_dir,
     sim,
     timeline_of,
-    xfail,
 )
 from tests.fuzz.harness import Case, Verdict, run_tool
 from tests.fuzz.targets import TEXT_WORKLOADS
@@ -168,11 +167,11 @@ def _et_plus_collective(key: str, value: Any) -> Any:
     ("where", "edit"),
     [
         case("host-pg-table-int", _pg_table(5),
-             why="TypeError in chakra/ingest/host_comms.py:parse_process_groups"),
+             fixed=True),
         case("host-pg-table-ranks-int", _pg_table(['[{"pg_name": {}, "ranks": 5}]']),
-             why="TypeError in chakra/convert/classify.py:__init__"),
+             fixed=True),
         case("host-pg-table-null", _pg_table([None]),
-             why="exit 0, a send without comm_dst: chakra_validate rejects the .et"),
+             fixed=True),
         case("host-comm-outputs-null", _comm_field("outputs", None), fixed=True),
         case("host-inputs-types-int", _any_inputs("types", -(2**70)),
              why="TypeError in chakra/ingest/host_model.py:tensors (found by fuzzing)"),
@@ -208,13 +207,12 @@ def _utf8_host(base: dict[str, Path], tmp_path: Path, field: str) -> Path:
 @pytest.mark.parametrize(
     "where",
     [
-        case("host-values-converter",
-             why="msgspec.DecodeError in chakra/ingest/host_model.py:values"),
+        case("host-values-converter", fixed=True),
         case("host-values-trace_link",
              why="msgspec.DecodeError in chakra/ingest/host_model.py:values"),
-        case("host-types-converter", why="exit 0, writes a .et protobuf cannot parse"),
+        case("host-types-converter", fixed=True),
         case("host-types-trace_link", why="exit 0, writes ET+ that is not JSON"),
-        case("et_plus-outputs-converter", why="exit 0, writes a .et protobuf cannot parse"),
+        case("et_plus-outputs-converter", fixed=True),
         case("host-name-converter", fixed=True),
     ],
 )  # fmt: skip
@@ -251,8 +249,7 @@ DIGITS = b"9" * 5000
     [
         case("kineto-ts", fixed=True),
         case("host-attr", fixed=True),
-        case("host-pg-table", why="ValueError (int-string limit of json.loads) in "
-             "chakra/convert/classify.py:process_groups"),
+        case("host-pg-table", fixed=True),
         case("et_plus-ts", fixed=True),
         case("text-layer-count", fixed=True),
         case("chrome-ts", fixed=True),
@@ -323,13 +320,13 @@ def _huge_or_nan(base: dict[str, Path], tmp_path: Path, out: Path, where: str, r
 @pytest.mark.parametrize(
     "where",
     [
-        case("et_plus-ts-2^70", why="exit 0, writes a .et protobuf cannot parse"),
-        case("et_plus-id-2^64-1", why="OverflowError in chakra/convert/segments.py:_own_time"),
+        case("et_plus-ts-2^70", fixed=True),
+        case("et_plus-id-2^64-1", fixed=True),
         case("et_plus-ts-1e308",
-             why="OverflowError (float infinity) in chakra/convert/nodes.py:_exact_duration"),
+             fixed=True),
         case("host-id-2^64-1", fixed=True),
         case("gloo-host-without-rank",
-             why="exit 0, a send without comm_dst: chakra_validate rejects it (found by fuzzing)"),
+             fixed=True),
     ],
 )  # fmt: skip
 def test_converter_output_validates(base: dict[str, Path], tmp_path: Path, where: str) -> None:
@@ -349,7 +346,6 @@ def test_converter_output_validates(base: dict[str, Path], tmp_path: Path, where
     check(convert(source, out))
 
 
-@xfail("the line reader strips a line's trailing commas, so one missing is not seen")
 def test_et_plus_line_missing_a_comma(base: dict[str, Path], tmp_path: Path) -> None:
     lines = handmade.et_plus_lines(base["et_plus"])
     at = handmade.first_node_line(lines)
@@ -364,11 +360,11 @@ def test_et_plus_line_missing_a_comma(base: dict[str, Path], tmp_path: Path) -> 
     ("tool", "group"),
     [
         case("sim", {"group_size": 2**70}, id="sim-group_size-2^70",
-             why="OverflowError in chakra/ingest/host_comms.py:members (found by fuzzing)"),
+             fixed=True),
         case("converter", {"group_size": float("-inf")}, id="converter-group_size--Infinity",
-             why="OverflowError in chakra/convert/classify.py:__init__ (found by fuzzing)"),
+             fixed=True),
         case("converter", {"ranks": [0, 2**63]}, id="converter-rank-2^63",
-             why="status 1 naming no file: 'cannot store [0, 2^63] as int64_list in pg_ranks'"),
+             fixed=True),
     ],
 )  # fmt: skip
 def test_process_group_table_values(

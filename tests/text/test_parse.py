@@ -67,3 +67,19 @@ def test_errors_name_file_and_line(text: str, expected: str) -> None:
     assert message.startswith(expected)
     assert "\n" not in message
     assert isinstance(caught.value, TraceFormatError)
+
+
+@pytest.mark.parametrize(
+    ("layer", "expected"),
+    [
+        ("l0 -1 99999999999999999999 NONE 0 1 NONE 0 1 NONE 0 1", "fwd compute time"),
+        ("l0 -1 4611686018427388 NONE 0 1 NONE 0 1 NONE 0 1", "fwd compute time"),
+        ("l0 -1 1 NONE 9223372036854775808 1 NONE 0 1 NONE 0 1", "fwd comm size"),
+    ],
+)
+def test_values_beyond_the_input_limits_name_file_and_line(layer: str, expected: str) -> None:
+    with pytest.raises(TextWorkloadError, match=rf"^w\.txt: line 3: {expected} \d+ is more"):
+        parse_workload(f"DATA\n1\n{layer}\n", "w.txt")
+    limit = parse_workload("DATA\n1\nl0 -1 4611686018427387 NONE 9223372036854775807 1 NONE 0 "
+                           "1 NONE 0 1\n", "w.txt").layers[0].fwd  # fmt: skip
+    assert limit == Phase(4611686018427387, "NONE", 2**63 - 1)

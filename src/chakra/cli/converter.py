@@ -21,6 +21,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert import ConvertOptions, convert_file
 from chakra.convert.astra_sim import add_comm_groups, comm_groups_path
 from chakra.errors import ChakraError, UsageError
+from chakra.fileio import AtomicGroup
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.text.convert import MAX_NODES_PER_NPU, output_paths
 
@@ -123,17 +124,12 @@ def _convert(args: argparse.Namespace) -> None:
 
 
 def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups: Path) -> None:
-    options = ConvertOptions(gaps=not args.no_gaps, rank=args.rank,
+    options = ConvertOptions(gaps=not args.no_gaps, rank=args.rank, require_peers=True,
                              process_group_metadata=args.process_group_metadata)  # fmt: skip
-    report = convert_file(source, target, options)
-    if args.validate:
-        from chakra.et.validate import validate_et
-
-        validation = validate_et(target)
-        if not validation.ok:
-            first = validation.problems[0].message
-            count = len(validation.problems)
-            raise ChakraError(f"{target}: {count} validation problems ({first})")
+    with AtomicGroup() as outputs:  # the .et appears only once it has passed --validate
+        report = convert_file(source, target, options, outputs)
+        if args.validate:
+            _validate_before_commit(outputs, target)
     types = ", ".join(f"{n} {name}" for name, n in report.nodes_by_type.items())
     total = sum(report.nodes_by_type.values())
     logger.info("wrote %d nodes (%s) to %s", total, types, target)
@@ -142,6 +138,19 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
         logger.info("ASTRA-sim communicator groups in %s (--comm-group-configuration)", groups)
     if args.simulate:
         _simulate(target)
+
+
+def _validate_before_commit(outputs: AtomicGroup, target: str) -> None:
+    """Validate the finished temporary of ``target``; an error discards it."""
+    from chakra.et.validate import validate_et
+
+    pending = outputs.hand_over()
+    outputs.adopt(pending)
+    validation = validate_et(pending[0][0])
+    if not validation.ok:
+        first = validation.problems[0].message
+        count = len(validation.problems)
+        raise ChakraError(f"{target}: {count} validation problems ({first})")
 
 
 def _simulate(target: str) -> None:

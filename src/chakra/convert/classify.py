@@ -20,6 +20,7 @@ from chakra.convert.collectives import (
 from chakra.convert.et_plus_input import EtPlusNode
 from chakra.et.astra_sim import STAND_INS
 from chakra.et.schema import CollectiveCommType, NodeType
+from chakra.ingest.host_comms import RANK_LIMIT, group_problem
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.host_model import OpArgs
 
@@ -77,9 +78,13 @@ def _ranks(value: Any) -> Optional[tuple[int, ...]]:
             value = ast.literal_eval(value)
         except (ValueError, SyntaxError):
             return None
-    if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
+    if isinstance(value, (list, tuple)) and group_problem(value, None) is None:
         return tuple(value)
     return None
+
+
+def _pg_size(value: Any) -> Optional[int]:
+    return value if type(value) is int and 0 < value < RANK_LIMIT else None
 
 
 def _tensor_bytes(raw: msgspec.Raw) -> int:
@@ -109,7 +114,11 @@ class Classifier:
                 self.children.setdefault(node.ctrl_deps, []).append(node)
         self.host_collectives_are_gloo = any(n.name.startswith("gloo:") for n in nodes)
         self.gpu_collectives = any(n.is_gpu and _is_comm_kernel(n) for n in nodes)
-        table = next((process_groups(n) for n in nodes if PROCESS_GROUP_INIT in n.name), [])
+        init = next((n for n in nodes if PROCESS_GROUP_INIT in n.name), None)
+        table = [] if init is None else process_groups(init)
+        if init is not None and not table:
+            self.guesses["process_group:init table empty, unreadable or out of range: "
+                         "process groups unknown"] += 1  # fmt: skip
         #: the world group's name: the table's group listing every rank (PyTorch writes
         #: ``ranks: []`` for the default group), else "0"
         self.world_group = next(
@@ -214,7 +223,7 @@ class Classifier:
             NodeType.COMM_COLL_NODE, is_cpu_op, kind if stand_in is None else stand_in, size,
             group, ranks,
             type_guessed=guessed,
-            pg_size=pg_size if isinstance(pg_size, int) and pg_size > 0 else None,
+            pg_size=_pg_size(pg_size),
             comm_type_original=None if stand_in is None else kind, pg_name_original=original,
         )  # fmt: skip
 
@@ -235,7 +244,7 @@ class Classifier:
                          "(chakra_pipeline fills them from the other ranks)"] += 1  # fmt: skip
         return Classified(
             NodeType.COMM_SEND_NODE if send else NodeType.COMM_RECV_NODE, is_cpu_op, None, size,
-            group, ranks, pg_size=pg_size if isinstance(pg_size, int) and pg_size > 0 else None,
+            group, ranks, pg_size=_pg_size(pg_size),
             pg_name_original=original, comm_src=src, comm_dst=dst, comm_tag=tag,
         )  # fmt: skip
 
@@ -263,7 +272,7 @@ class Classifier:
             sources.append((node.collective.in_msg_nelems, node.collective.dtype))
         for nelems, dtype in sources:
             width = dtype_bytes(dtype)
-            if isinstance(nelems, int) and width:
+            if type(nelems) is int and width and 0 <= nelems * width < RANK_LIMIT:
                 return nelems * width
         for raw in (comms.inputs if comms else NULL_JSON, node.inputs):
             size = _tensor_bytes(raw)
@@ -272,13 +281,26 @@ class Classifier:
         return 0
 
 
+def _first_is_str(values: Any) -> bool:
+    return isinstance(values, list) and bool(values) and isinstance(values[0], str)
+
+
 def process_groups(node: EtPlusNode) -> list[dict[str, Any]]:
-    """The table in a ``## process_group:init ##`` node's inputs (empty if unreadable)."""
+    """The table in a ``## process_group:init ##`` node's inputs (empty if unreadable: not
+    JSON, numbers beyond the int-string limit, or a group whose ranks or size are out of
+    range, see :func:`~chakra.ingest.host_comms.group_problem`)."""
     if bytes(memoryview(node.inputs)[:1]) != b"{":
         return []
     values = OpArgs(node.inputs).values
     try:
-        table = json.loads(values[0]) if values and isinstance(values[0], str) else []
-    except json.JSONDecodeError:
+        table = json.loads(values[0]) if _first_is_str(values) else []
+    except (ValueError, RecursionError):  # JSONDecodeError, or a 5,000-digit number
         return []
-    return table if isinstance(table, list) else []
+    if not isinstance(table, list):
+        return []
+    for group in table:
+        if not isinstance(group, dict) or not isinstance(group.get("pg_name", ""), (str, int)):
+            return []
+        if group_problem(group.get("ranks"), group.get("group_size")) is not None:
+            return []
+    return table

@@ -43,6 +43,7 @@ from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
 from chakra.et.schema import GlobalMetadata, Node, NodeType
 from chakra.et.writer import write_et
+from chakra.fileio import AtomicGroup
 from chakra.ingest.json_input import gc_paused
 from chakra.progress import tracked
 
@@ -59,6 +60,9 @@ class ConvertOptions(msgspec.Struct, frozen=True):
     gaps: bool = True
     rank: Optional[int] = None
     process_group_metadata: bool = False
+    #: refuse a send/recv whose peer rank is unknown (no comm_src/comm_dst): a .et of one
+    #: rank must be valid alone; chakra_pipeline fills them from the other ranks instead
+    require_peers: bool = False
 
 
 class ConvertReport(msgspec.Struct, frozen=True):
@@ -166,6 +170,8 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
     kinds = {node.id: distinct.setdefault(kind, kind)
              for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
+    if options.require_peers:
+        _require_peers(trace, kinds)
     types = Counter(kind.node_type.name for kind in kinds.values())
     end = _end_node(kinds, graph, parents, measured_end, by_id)
     types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays) + bool(end)
@@ -208,6 +214,22 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
         comm_groups=groups,
     )
     return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report, parents, end)
+
+
+def _require_peers(trace: EtPlusTrace, kinds: dict[int, Classified]) -> None:
+    """Refuse a send/recv without both ends: chakra_validate rejects such a ``.et``."""
+    p2p = (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+    unknown = sorted(
+        i for i, k in kinds.items()
+        if k.node_type in p2p and (k.comm_src is None or k.comm_dst is None)
+    )  # fmt: skip
+    if unknown:
+        raise ChakraError(
+            f"{trace.path}: node {unknown[0]} ({len(unknown)} send/recv in all): the peer "
+            "rank is unknown (give --rank, and the trace needs a readable process_group:init "
+            "table naming the pair), so no valid .et can be written; chakra_pipeline converts "
+            "all ranks together"
+        )
 
 
 def _end_node(
@@ -334,15 +356,19 @@ def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
 
 
 def convert_file(
-    input_path: PathLike, output_path: PathLike, options: Optional[ConvertOptions] = None
+    input_path: PathLike,
+    output_path: PathLike,
+    options: Optional[ConvertOptions] = None,
+    group: Optional[AtomicGroup] = None,
 ) -> ConvertReport:
     """Load ET+, convert, and stream the ``.et`` to disk (atomically; ``.gz`` compresses):
     only one protobuf node is in memory at a time. Our own ET+ is loaded as an outline and
-    read a second time while writing (see ``load_et_plus``)."""
+    read a second time while writing (see ``load_et_plus``). With a ``group``, the ``.et``
+    appears when the group commits."""
     trace = load_et_plus(input_path, keep_whole=reads_payload)
     with gc_paused():
         plan = _plan(trace, options or ConvertOptions())
         total = sum(plan.report.nodes_by_type.values())
         nodes = tracked(_nodes(trace, plan), total, f"writing {output_path}")
-        write_et(output_path, _metadata(trace), nodes)
+        write_et(output_path, _metadata(trace), nodes, group)
     return plan.report

@@ -145,7 +145,7 @@ def _decode_nodes(path: PathLike, raws: list[msgspec.Raw]) -> list[EtPlusNode]:
     """Decode the nodes one at a time, sharing what repeats across them (see
     :class:`_Sharing`), so that no list of raw records exists at once, and nothing refers to
     the file's bytes afterwards."""
-    sharing = _Sharing()
+    sharing = _Sharing(path)
     nodes = []
     for index in range(len(raws)):
         nodes.append(sharing.node(decode_element(path, raws, index, _NODE_DECODER, _WHAT)))
@@ -158,8 +158,9 @@ class _Sharing:
     its launching op's, host ops repeat a few hundred names); inputs and outputs are copied
     out of the file's bytes."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: PathLike) -> None:
         self._shared: dict[Any, Any] = {}
+        self._path = path
 
     def node(self, node: EtPlusNode) -> EtPlusNode:
         shared = self._shared
@@ -173,8 +174,19 @@ class _Sharing:
                 attrs.append(attr)
         return msgspec.structs.replace(
             node, name=shared.setdefault(node.name, node.name), attrs=attrs,
-            inputs=_owned(shared, node.inputs), outputs=_owned(shared, node.outputs),
+            inputs=self._owned(node, node.inputs), outputs=self._owned(node, node.outputs),
         )  # fmt: skip
+
+    def _owned(self, node: EtPlusNode, raw: msgspec.Raw) -> msgspec.Raw:
+        """``raw`` copied out of the file's bytes (so that they can be freed after loading),
+        one copy per distinct text (a GPU node repeats its launching op's inputs and
+        outputs); each distinct text is checked to be UTF-8 (it is written as is)."""
+        text = bytes(raw)
+        owned = self._shared.get(text)
+        if owned is None:
+            check_utf8(self._path, node.id, text)
+            owned = self._shared[text] = msgspec.Raw(text)
+        return owned
 
     def outline(self, node: EtPlusNode) -> EtPlusNode:
         """``node`` without inputs, outputs, Kineto thread and attrs but ``tid``."""
@@ -194,14 +206,14 @@ class _Sharing:
 _TID_ONLY = object()  # keys the shared attrs lists of outline nodes
 
 
-def _owned(shared: dict[Any, Any], raw: msgspec.Raw) -> msgspec.Raw:
-    """``raw`` copied out of the file's bytes (so that they can be freed after loading), one
-    copy per distinct text: a GPU node repeats its launching op's inputs and outputs."""
-    text = bytes(raw)
-    owned = shared.get(text)
-    if owned is None:
-        owned = shared[text] = msgspec.Raw(text)
-    return owned
+def check_utf8(path: PathLike, node_id: int, text: bytes) -> None:
+    """Refuse invalid UTF-8 in the raw JSON of a node's inputs or outputs: it is copied into
+    the ``.et`` as is, and a protobuf string must be UTF-8."""
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(path, f"node {node_id}: inputs or outputs hold invalid UTF-8 "
+                               f"(byte {exc.start} of their JSON)") from None  # fmt: skip
 
 
 _EMPTY = msgspec.Raw(b"{}")
@@ -224,6 +236,7 @@ def load_et_plus(
         outline = keep_whole is not None and _ids_increase(nodes)
         if keep_whole is not None and not outline:
             return load_et_plus(path)  # read again, whole: the outline cannot be used
+        check_ranges(path, header, nodes)
         return EtPlusTrace(path=str(path), schema=header.schema, pid=header.pid,
                            time=header.time, start_ts=header.start_ts,
                            finish_ts=header.finish_ts, nodes=nodes,
@@ -238,6 +251,7 @@ def load_et_plus(
     if not any(node.ts is not None for node in nodes):
         del nodes, raw  # read again as a host ET
         return _from_host_trace(path, data)
+    check_ranges(path, raw, nodes)
     return EtPlusTrace(
         path=str(path),
         schema=raw.schema,
@@ -250,12 +264,39 @@ def load_et_plus(
     )
 
 
+#: Input limits (docs/formats.md): ids below 2^62 (the converter numbers the nodes it adds
+#: after the largest, and ids must stay below 2^63), header integers 0 to 2^63-1, times
+#: and durations finite and within +-2^62 ns (in µs here), so that sums of two still fit.
+ID_LIMIT = 2**62
+HEADER_LIMIT = 2**63
+TIME_LIMIT_US = 2**62 / 1000
+_TIMES = ("ts", "dur", "inclusive_dur", "exclusive_dur", "idle_gap")
+
+
+def check_ranges(path: PathLike, header: Any, nodes: list[EtPlusNode]) -> None:
+    """Refuse numbers a ``.et`` cannot hold (see the limits above), naming the file and node."""
+    for name in ("pid", "start_ts", "finish_ts"):
+        value = getattr(header, name)
+        if value is not None and not 0 <= value < HEADER_LIMIT:
+            raise TraceFormatError(path, f"header {name} {value} is not 0 to 2^63-1")
+    limit = TIME_LIMIT_US
+    for node in nodes:
+        if not 0 <= node.id < ID_LIMIT:
+            problem = "is negative (ids are unsigned)" if node.id < 0 else "is 2^62 or more"
+            raise TraceFormatError(path, f"node id {node.id} {problem}")
+        for name in _TIMES:
+            value = getattr(node, name)
+            if value is not None and not -limit < value < limit:  # NaN fails too
+                raise TraceFormatError(path, f"node {node.id}: {name} {value} is not a finite "
+                                       "time within +-2^62 ns")  # fmt: skip
+
+
 def _read_lines(
     path: PathLike, keep_whole: Optional[Callable[[EtPlusNode], bool]]
 ) -> Optional[tuple[_RawEtPlus, list[EtPlusNode]]]:
     """Header and nodes of our own ET+ read line by line (outlined unless ``keep_whole``
     accepts them, when given), or None for any other file."""
-    sharing = _Sharing()
+    sharing = _Sharing(path)
 
     def decode(raw: msgspec.Raw) -> EtPlusNode:
         node = _NODE_DECODER.decode(raw)
@@ -292,6 +333,7 @@ def with_payloads(trace: EtPlusTrace) -> Iterator[tuple[EtPlusNode, NodePayload]
             found = "its end" if payload is None else f"node {payload.id}"
             raise TraceFormatError(trace.path, f"the file changed while it was converted "
                                    f"({found} where node {loaded.id} was)")  # fmt: skip
+        check_utf8(trace.path, loaded.id, bytes(payload.inputs) + bytes(payload.outputs))
         yield loaded, payload
     if next(again, None) is not None:
         raise TraceFormatError(trace.path, "the file changed while it was converted "
@@ -310,9 +352,10 @@ def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
         "(link it with its Kineto trace by chakra_trace_link for measured times)",
         path,
     )
-    sharing, extras, encode = _Sharing(), {}, msgspec.json.encode
+    sharing, extras, encode = _Sharing(path), {}, msgspec.json.encode
     nodes = [sharing.node(_NODE_DECODER.decode(encode(host_node_untimed(op, extras))))
              for op in host.ops]  # fmt: skip
+    check_ranges(path, host, nodes)
     return EtPlusTrace(path=str(path), schema=host.schema, pid=host.pid, time=host.time,
                        start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
                        link=None)  # fmt: skip

@@ -24,7 +24,8 @@ from chakra.fileio import open_binary_input
 
 _NODES_LINE = b'"nodes": ['
 _LINK_PREFIX = b'"chakra_link": '
-_READ_ERRORS = (msgspec.DecodeError, OSError, EOFError, ValueError, zlib.error)
+#: RecursionError: JSON nested too deep; the whole-document decode reports it naming the file
+_READ_ERRORS = (msgspec.DecodeError, OSError, EOFError, ValueError, zlib.error, RecursionError)
 
 
 def read_by_lines(
@@ -87,12 +88,22 @@ def _header_lines(stream: BinaryIO) -> Optional[tuple[bytes, bytes]]:
 
 def _node_lines(stream: BinaryIO) -> Iterator[msgspec.Raw]:
     """Each node line's JSON, up to the closing line (raises _LayoutError when there is none,
-    or when anything follows it)."""
+    when anything follows it, or when a node line but the last lacks its comma, or the last
+    has one: the whole-document decode then reports where)."""
+    pending = None  # the previous node line: its comma tells whether another node follows
     for line in stream:
         body = line.rstrip()
         if body == b"]}":
+            if pending is not None and pending.endswith(b","):
+                raise _LayoutError
             if any(rest.strip() for rest in stream):
                 raise _LayoutError
+            if pending is not None:
+                yield msgspec.Raw(pending)
             return
-        yield msgspec.Raw(body.rstrip(b","))
+        if pending is not None:
+            if not pending.endswith(b","):
+                raise _LayoutError
+            yield msgspec.Raw(pending[:-1])
+        pending = body
     raise _LayoutError

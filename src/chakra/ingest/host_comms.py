@@ -25,18 +25,44 @@ COMM_ATTR_FIELDS = {
 }
 
 
+#: Input limits of a process-group table: ranks are ids (< 2^63), and a group lists at most
+#: this many ranks (``ranks: []`` stands for ``range(group_size)``, built in memory).
+RANK_LIMIT = 2**63
+MAX_GROUP_SIZE = 1 << 24
+
+
+def group_problem(ranks: Any, group_size: Any) -> Optional[str]:
+    """What is wrong with a group's ``ranks`` and ``group_size`` (None: nothing)."""
+    if ranks is not None and not (
+        isinstance(ranks, (list, tuple))
+        and all(type(r) is int and 0 <= r < RANK_LIMIT for r in ranks)
+    ):
+        return f"ranks {str(ranks)[:60]} are not a list of ranks 0 to 2^63-1"
+    if group_size is not None and not (
+        type(group_size) is int and 0 <= group_size <= MAX_GROUP_SIZE
+    ):
+        return f"group_size {str(group_size)[:60]} is not 0 to {MAX_GROUP_SIZE:,}"
+    return None
+
+
 def parse_process_groups(inputs: OpArgs) -> tuple[tuple[ProcessGroup, ...], Optional[str]]:
     """The groups listed by a ``## process_group:init ##`` op, and a note if unreadable.
 
     Its single input is a string holding a JSON list of group descriptors.
     """
-    text = inputs.values[0] if inputs.values else None
+    values = inputs.values
+    text = values[0] if isinstance(values, list) and values else None
     if not isinstance(text, str):
         return (), "process_group:init holds no JSON string; process groups unknown"
     try:
         raw_groups = PROCESS_GROUPS_DECODER.decode(text)
     except msgspec.DecodeError as exc:
         return (), f"process_group:init is not a valid group list ({exc}); groups unknown"
+    for g in raw_groups:
+        problem = group_problem(g.ranks, g.group_size)
+        if problem is not None:
+            name = str(g.pg_name)[:40]
+            return (), f"process_group:init group {name!r}: {problem}; groups unknown"
     groups = tuple(
         ProcessGroup(
             pg_name=str(g.pg_name),

@@ -104,14 +104,23 @@ def _content_lines(text: str) -> list[tuple[int, list[str]]]:
     return lines
 
 
-def _integer(path: PathLike, line: int, what: str, token: str) -> int:
-    """``token`` as a non-negative int, or a :class:`TextWorkloadError` naming ``what``."""
+#: Input limits (docs/formats.md): sizes (and counts) below 2^63, what an int64 holds;
+#: compute times (µs) within 2^62 ns, so that the simulator's sums in ns still fit.
+MAX_INTEGER = 2**63 - 1
+MAX_TIME_US = 2**62 // 1000
+
+
+def _integer(path: PathLike, line: int, what: str, token: str, limit: int = MAX_INTEGER) -> int:
+    """``token`` as an int from 0 to ``limit``, or a :class:`TextWorkloadError` naming
+    ``what``."""
     try:
         value = int(token)
     except ValueError:
         raise TextWorkloadError(path, line, f"{what} {token!r} is not an integer") from None
     if value < 0:
         raise TextWorkloadError(path, line, f"{what} {value} is negative")
+    if value > limit:
+        raise TextWorkloadError(path, line, f"{what} {value} is more than {limit:,}")
     return value
 
 
@@ -125,7 +134,7 @@ def _phase(path: PathLike, line: int, kind: str, columns: list[str]) -> Phase:
             path, line, f"unknown {kind} comm type {comm!r} (expected one of {known})"
         )
     return Phase(
-        comp_us=_integer(path, line, f"{kind} compute time", comp),
+        comp_us=_integer(path, line, f"{kind} compute time", comp, MAX_TIME_US),
         comm_type=comm,
         comm_size_bytes=_integer(path, line, f"{kind} comm size", size),
     )
