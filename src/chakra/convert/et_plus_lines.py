@@ -24,7 +24,7 @@ from chakra.fileio import open_binary_input
 
 _NODES_LINE = b'"nodes": ['
 _LINK_PREFIX = b'"chakra_link": '
-_READ_ERRORS = (msgspec.DecodeError, OSError, EOFError, ValueError, zlib.error)
+_READ_ERRORS = (msgspec.DecodeError, OSError, EOFError, ValueError, zlib.error, RecursionError)
 
 
 def read_by_lines(

@@ -38,6 +38,7 @@ from chakra.ingest.device_model import (
 )
 from chakra.ingest.json_input import (
     decode_element,
+    decode_or_raise,
     describe_decode_error,
     gc_paused,
     read_json_bytes,
@@ -140,7 +141,7 @@ def _decode_document(path: PathLike, data: bytes) -> _RawKinetoTrace:
     if not data or data.isspace():
         raise TraceFormatError(path, f"empty file; expected a {WHAT} JSON document")
     try:
-        return _DECODER.decode(data)
+        return decode_or_raise(path, data, _DECODER, WHAT)
     except msgspec.DecodeError as exc:
         key, kind = _OTHER
         if key in top_level_keys(data):
