@@ -23,7 +23,8 @@ _SIM_READ = ("chakra/simulate/model.py:_read_nodes (and astra_graph.py) take att
 
 KNOWN: dict[str, str] = {
     # --- deep nesting (chakra/ingest, chakra/convert, chakra/tools/timeline.py)
-    "*:traceback:RecursionError@*": _DEEP,
+    "*:traceback:RecursionError@chakra/convert/*": _DEEP + " (convert/classify.py: json.loads; "
+    "use chakra.ingest.json_input.decode_or_raise)",
     # --- invalid UTF-8 (chakra/ingest/host_model.py, link/et_plus.py, convert writers)
     "*:traceback:DecodeError@chakra/ingest/host_model.py:*": _UTF8,
     "*:traceback:DecodeError@chakra/convert/converter.py:*": _UTF8 + " (ET+ to chakra_sim)",
@@ -74,9 +75,6 @@ KNOWN: dict[str, str] = {
     "sim:validate-accepts-sim-rejects:*": "chakra_validate (et/validate.py) accepts what "
     "chakra_sim refuses: one of them is wrong",
     "sim:unnamed-file:*": "chakra_sim's SimulationError names 'rank N', not the file",
-    # --- chakra_timeline_visualizer (chakra/tools/timeline.py)
-    "timeline_visualizer:invalid-output:ValueError": "NaN/Infinity (or 5,000-digit floats) in "
-    "a chakra-sim trace are passed through: the output is not JSON; refuse non-finite numbers",
 }
 
 

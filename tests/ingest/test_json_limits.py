@@ -56,3 +56,21 @@ def test_chrome_trace_refuses_non_finite_and_deep(tmp_path: Path, text: str) -> 
     path.write_text(text)
     with pytest.raises(TimelineError, match=r"t\.json: not JSON"):
         normalise_chrome_trace(path)
+
+
+@pytest.mark.parametrize(
+    ("ts", "dur", "problem"),
+    [('"nan"', "1", "non-finite 'ts' nan"), ("1", '"inf"', "non-finite duration inf"),
+     ("1", "-1", "negative duration -1"), ("9223372036854775808", "1", "'ts' of magnitude 2.63"),
+     ('"-inf"', "1", "non-finite 'ts' -inf")],
+)  # fmt: skip
+def test_kineto_times_out_of_range(tmp_path: Path, ts: str, dur: str, problem: str) -> None:
+    from chakra.ingest.device_loader import load_device_trace
+
+    path = tmp_path / "k.json"
+    path.write_text(
+        '{"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", '
+        f'"pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}]}}'
+    )
+    with pytest.raises(TraceFormatError, match=rf"k\.json: event 0 \('a'\) has a {problem}"):
+        load_device_trace(path)
