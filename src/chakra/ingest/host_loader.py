@@ -8,6 +8,7 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.host_checks import check_op_args, check_utf8
 from chakra.ingest.host_comms import (
     comm_attrs_from_attrs,
     comm_attrs_from_inputs,
@@ -58,6 +59,7 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
     """
     if data is None:
         data = read_json_bytes(path)
+    check_utf8(path, data)  # op arguments stay raw JSON, which msgspec does not check
     with gc_paused():
         raw: RawHostTrace = decode_trace(
             path, data, HOST_TRACE_DECODER, WHAT, other=("traceEvents", "Kineto device trace")
@@ -117,6 +119,7 @@ def _build_ops(path: PathLike, nodes: list[msgspec.Raw], layout: Layout) -> tupl
     built = []
     for index in range(len(nodes)):
         built.append(build(path, _decode_node(path, nodes, index), strings))
+        check_op_args(path, built[-1], strings)
         nodes[index] = _EMPTY_NODE  # the raw view is not needed any more
     ops = sorted(built, key=lambda op: op.id)
     for previous, current in zip(ops, ops[1:]):

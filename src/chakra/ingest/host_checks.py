@@ -1,0 +1,75 @@
+"""Checks of a host ET at reading, beyond what msgspec's typed decode does.
+
+* The file must be valid UTF-8 throughout: op arguments are kept as raw JSON text
+  (:class:`~chakra.ingest.host_model.OpArgs`), which msgspec does not validate when it skips
+  them, so a bad byte would otherwise surface later (or reach the ET+ written by
+  chakra_trace_link). :func:`check_utf8` scans the bytes once, in chunks, and names the
+  byte offset of the first bad sequence.
+* The ``values``, ``shapes`` and ``strides`` of an op's inputs/outputs must be JSON lists
+  (``strides`` may be null) and ``types`` a list of strings: :func:`check_op_args` decodes
+  each distinct argument text once with a struct that skips the values.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Any
+
+import msgspec
+
+from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.host_model import HostOp, OpArgs
+from chakra.ingest.json_input import describe_decode_error
+
+_CHUNK = 1 << 24
+
+
+def check_utf8(path: PathLike, data: bytes) -> None:
+    """Raise TraceFormatError (with the byte offset) when ``data`` is not valid UTF-8."""
+    if data.isascii():
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for start in range(0, len(data), _CHUNK):
+        pending = len(decoder.getstate()[0])  # bytes of a sequence the last chunk split
+        try:
+            decoder.decode(view[start : start + _CHUNK], final=start + _CHUNK >= len(data))
+        except UnicodeDecodeError as exc:
+            offset = start - pending + exc.start
+            raise TraceFormatError(path, "invalid UTF-8 in the text", offset) from None
+
+
+class _ArgShapes(msgspec.Struct, gc=False):
+    values: msgspec.Raw = msgspec.Raw(b"[]")
+    shapes: msgspec.Raw = msgspec.Raw(b"[]")
+    types: list[str] = []
+    strides: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_SHAPES = msgspec.json.Decoder(_ArgShapes)
+_CHECKED = object()  # the key, in the loader's sharing dict, of the set of checked args
+
+
+def check_op_args(path: PathLike, op: HostOp, strings: dict[Any, Any]) -> None:
+    """Raise TraceFormatError naming the node when its inputs/outputs lists are of the
+    wrong JSON types; ``strings`` (the loader's sharing dict) remembers what was checked."""
+    checked = strings.get(_CHECKED)
+    if checked is None:
+        checked = strings[_CHECKED] = set()
+    for which, args in (("inputs", op.inputs), ("outputs", op.outputs)):
+        if id(args) not in checked:
+            _check_args(path, op, which, args)
+            checked.add(id(args))
+            strings[("args", id(args))] = args  # keeps the object, so its id stays unique
+
+
+def _check_args(path: PathLike, op: HostOp, which: str, args: OpArgs) -> None:
+    try:
+        parts = _SHAPES.decode(args.json)
+    except msgspec.DecodeError as exc:
+        problem = describe_decode_error(exc)
+        raise TraceFormatError(path, f"node {op.id} ({op.name}): {which}: {problem}") from None
+    for key in ("values", "shapes", "strides"):
+        first = bytes(memoryview(getattr(parts, key))[:1])
+        if first != b"[" and not (key == "strides" and first == b"n"):
+            raise TraceFormatError(path, f"node {op.id} ({op.name}): {which}.{key} is not a list")
