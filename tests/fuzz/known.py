@@ -26,15 +26,10 @@ KNOWN: dict[str, str] = {
     "*:traceback:RecursionError@chakra/convert/*": _DEEP + " (convert/classify.py: json.loads; "
     "use chakra.ingest.json_input.decode_or_raise)",
     # --- invalid UTF-8 (chakra/ingest/host_model.py, link/et_plus.py, convert writers)
-    "*:traceback:DecodeError@chakra/ingest/host_model.py:*": _UTF8,
     "*:traceback:DecodeError@chakra/convert/converter.py:*": _UTF8 + " (ET+ to chakra_sim)",
-    "trace_link:invalid-output:JSONDecodeError": _UTF8 + ": link/et_plus.py writes it raw, so "
-    "the ET+ is not JSON",
     "converter:invalid-output:EtFormatError": "the .et written does not parse: strings with "
     "invalid UTF-8 (see above) or timestamps of 2^64 and more (convert/nodes.py)",
     "pipeline:invalid-output:*": "what trace_link/converter write (see their entries)",
-    "pipeline:output-on-error": "chakra_pipeline makes --output-dir (and writes the ranks "
-    "done) before a bad input fails the run (pipeline/run.py)",
     # --- chakra_converter (chakra/convert)
     "*:traceback:OverflowError@chakra/convert/*": "ids >= 2^63 / timestamps of 1e308 in ET+: "
     "convert/segments.py:_own_time and nodes.py:_exact_duration overflow; check ranges",
@@ -52,14 +47,8 @@ KNOWN: dict[str, str] = {
     "rejects the .et; refuse, or leave it out with a warning",
     "converter:output-on-error": "--validate finds problems after the .et is in place: "
     "status 1 but the .et stays (cli/converter.py: validate before committing, or remove it)",
-    "*:traceback:TypeError@chakra/ingest/host_model.py:*": "host ET inputs/outputs fields "
-    "(values, shapes, types) of another JSON type: ingest/host_model.py iterates them as "
-    "lists; decode them into typed structs or check",
     "*:traceback:OverflowError@chakra/ingest/*": "a process-group table with sizes/ranks of "
     "2^63 and more (ingest/host_comms.py:members builds range(group_size))",
-    "*:unnamed-file:cannot-store-*": "a host ET header (start_ts, finish_ts, pid) of "
-    "2^64 and more fails when the .et metadata is written: AttributeKindError names the "
-    "attribute, not the file; check header ranges on reading (ingest/host_loader.py)",
     "converter:traceback:ValueError@chakra/text/*": "Text: a compute time or size of 2^64 and "
     "more reaches protobuf (text/graph.py:comp); check ranges in text/workload.py",
     "converter:unnamed-file:num_npus-must-be-at-least-*": "Text: --num-npus < 1 is a usage "
