@@ -74,3 +74,14 @@ def test_kineto_times_out_of_range(tmp_path: Path, ts: str, dur: str, problem: s
     )
     with pytest.raises(TraceFormatError, match=rf"k\.json: event 0 \('a'\) has a {problem}"):
         load_device_trace(path)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_dump_finite_refuses_non_finite(value: float) -> None:
+    import io
+
+    from chakra.errors import ChakraError
+    from chakra.ingest.json_input import dump_finite
+
+    with pytest.raises(ChakraError, match=r"^out\.json: cannot write it as JSON"):
+        dump_finite({"ts": value}, io.StringIO(), "out.json")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import re
 from collections.abc import Iterator
-from typing import Any, Optional
+from typing import IO, Any, Optional
 
 import msgspec
 
-from chakra.errors import PathLike, TraceFormatError
+from chakra.errors import ChakraError, PathLike, TraceFormatError
 from chakra.fileio import read_input
 
 _JSON_PATH = re.compile(r"at `\$(.*)`$")
@@ -166,3 +167,12 @@ def object_keys(path: PathLike, data: bytes) -> list[str]:
 
 
 _OBJECT_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def dump_finite(data: Any, out: IO[str], path: PathLike, **options: Any) -> None:
+    """``json.dump(data, out, **options)``, refusing NaN and ±Infinity (not JSON) with one
+    ChakraError naming ``path`` instead of writing a file no JSON reader accepts."""
+    try:
+        json.dump(data, out, allow_nan=False, **options)
+    except ValueError as exc:
+        raise ChakraError(f"{path}: cannot write it as JSON: {exc}") from None
