@@ -78,3 +78,13 @@ def test_node_id_beyond_int64(tmp_path: Path) -> None:
     document["nodes"][3]["id"] = 2**63
     with pytest.raises(TraceFormatError, match=r"host\.json: .*nodes\[3\]\.id"):
         load_host_trace(_write(tmp_path, document))
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, "9" * 30, 1e300])
+def test_integer_attr_beyond_int64(tmp_path: Path, value: Any) -> None:
+    document = _document()
+    node = _gloo(document)
+    attr = next(a for a in node["attrs"] if a["name"] == "rf_id")
+    attr["value"] = value
+    with pytest.raises(TraceFormatError, match=rf"host\.json: node {node['id']}: attr 'rf_id'"):
+        load_host_trace(_write(tmp_path, document))

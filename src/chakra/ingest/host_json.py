@@ -54,12 +54,12 @@ class RawHostNode(msgspec.Struct, gc=False):
     input_types: msgspec.Raw = NULL_JSON
     output_shapes: msgspec.Raw = NULL_JSON
     output_types: msgspec.Raw = NULL_JSON
-    rf_id: Optional[int] = None
-    fw_parent: Optional[int] = None
-    seq_id: Optional[int] = None
-    scope: Optional[int] = None
-    tid: Optional[int] = None
-    fw_tid: Optional[int] = None
+    rf_id: Optional[Int63] = None
+    fw_parent: Optional[Int63] = None
+    seq_id: Optional[Int63] = None
+    scope: Optional[Int63] = None
+    tid: Optional[Int63] = None
+    fw_tid: Optional[Int63] = None
     op_schema: Optional[str] = None
 
 

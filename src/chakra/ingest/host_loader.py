@@ -47,6 +47,7 @@ _NO_ARGS = OpArgs()
 STANDARD_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 _INTEGER_STANDARD_ATTRS = frozenset(STANDARD_ATTRS) - {"op_schema"}
 WHAT = "host execution trace"
+_I64 = -(2**63)  # integer attrs must be within int64 (.et fields, the simulator's arrays)
 
 
 def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
@@ -162,9 +163,12 @@ def _int_attr(path: PathLike, node: RawHostNode, name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TraceFormatError(path, f"node {node.id}: attr {name!r} is not an integer")
     try:
-        return int(value)
-    except ValueError as exc:
+        number = int(value)
+    except (ValueError, OverflowError) as exc:
         raise TraceFormatError(path, f"node {node.id}: attr {name!r} is not an integer") from exc
+    if not _I64 <= number < -_I64:
+        raise TraceFormatError(path, f"node {node.id}: attr {name!r} is outside int64: {number}")
+    return number
 
 
 def _shared(strings: dict[Any, Any], value: Any) -> Any:
@@ -205,7 +209,11 @@ def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -
     for attr in node.attrs or ():
         name, value = attr.name, attr.value
         if name in _INTEGER_STANDARD_ATTRS:
-            fields[name] = value if type(value) is int else _int_attr(path, node, name, value)
+            fields[name] = (
+                value
+                if type(value) is int and _I64 <= value < -_I64
+                else _int_attr(path, node, name, value)
+            )
         elif name == "op_schema":
             op_schema = value
         else:
