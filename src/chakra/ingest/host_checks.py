@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import codecs
-from typing import Any
 
 import msgspec
 
@@ -47,20 +46,18 @@ class _ArgShapes(msgspec.Struct, gc=False):
 
 
 _SHAPES = msgspec.json.Decoder(_ArgShapes)
-_CHECKED = object()  # the key, in the loader's sharing dict, of the set of checked args
 
 
-def check_op_args(path: PathLike, op: HostOp, strings: dict[Any, Any]) -> None:
+def check_op_args(path: PathLike, op: HostOp, checked: set[int]) -> None:
     """Raise TraceFormatError naming the node when its inputs/outputs lists are of the
-    wrong JSON types; ``strings`` (the loader's sharing dict) remembers what was checked."""
-    checked = strings.get(_CHECKED)
-    if checked is None:
-        checked = strings[_CHECKED] = set()
-    for which, args in (("inputs", op.inputs), ("outputs", op.outputs)):
-        if id(args) not in checked:
-            _check_args(path, op, which, args)
-            checked.add(id(args))
-            strings[("args", id(args))] = args  # keeps the object, so its id stays unique
+    wrong JSON types. ``checked`` holds the ids of the OpArgs already checked (the loader
+    shares one per distinct text, all alive while it loads), so each text is decoded once."""
+    if id(op.inputs) not in checked:
+        _check_args(path, op, "inputs", op.inputs)
+        checked.add(id(op.inputs))
+    if id(op.outputs) not in checked:
+        _check_args(path, op, "outputs", op.outputs)
+        checked.add(id(op.outputs))
 
 
 def _check_args(path: PathLike, op: HostOp, which: str, args: OpArgs) -> None:

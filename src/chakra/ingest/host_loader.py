@@ -117,10 +117,10 @@ def _build_ops(path: PathLike, nodes: list[msgspec.Raw], layout: Layout) -> tupl
     freed before the next is decoded), sharing equal strings (names, schemas, attrs)."""
     build = _op_from_attrs if layout is Layout.ATTRS else _op_from_top_level
     strings: dict[Any, Any] = {}
-    built = []
+    built, checked = [], set()  # type: ignore[var-annotated]
     for index in range(len(nodes)):
         built.append(build(path, _decode_node(path, nodes, index), strings))
-        check_op_args(path, built[-1], strings)
+        check_op_args(path, built[-1], checked)
         nodes[index] = _EMPTY_NODE  # the raw view is not needed any more
     ops = sorted(built, key=lambda op: op.id)
     for previous, current in zip(ops, ops[1:]):
