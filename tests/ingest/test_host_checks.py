@@ -88,3 +88,14 @@ def test_integer_attr_beyond_int64(tmp_path: Path, value: Any) -> None:
     attr["value"] = value
     with pytest.raises(TraceFormatError, match=rf"host\.json: node {node['id']}: attr 'rf_id'"):
         load_host_trace(_write(tmp_path, document))
+
+
+def test_number_of_5000_digits_in_arguments(tmp_path: Path) -> None:
+    document = _document()
+    _gloo(document)["inputs"]["values"].append("HUGE")
+    path = _write(tmp_path, document)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b'"HUGE"', b"9" * 5000))
+    with pytest.raises(TraceFormatError, match=r"host\.json: a number of 4300 digits") as info:
+        load_host_trace(path)
+    assert info.value.offset == data.index(b'"HUGE"')

@@ -5,6 +5,8 @@
   them, so a bad byte would otherwise surface later (or reach the ET+ written by
   chakra_trace_link). :func:`check_utf8` scans the bytes once, in chunks, and names the
   byte offset of the first bad sequence.
+* No number may have :data:`MAX_DIGITS` digits or more (Python's ``int`` refuses to parse
+  them, so an ET+ passing one through could not be read back): :func:`check_digits`.
 * The ``values``, ``shapes`` and ``strides`` of an op's inputs/outputs must be JSON lists
   (``strides`` may be null) and ``types`` a list of strings: :func:`check_op_args` decodes
   each distinct argument text once with a struct that skips the values.
@@ -21,6 +23,22 @@ from chakra.ingest.host_model import HostOp, OpArgs
 from chakra.ingest.json_input import describe_decode_error
 
 _CHUNK = 1 << 24
+#: Python's default limit of digits in an int parsed from text (sys.get_int_max_str_digits).
+MAX_DIGITS = 4300
+_DIGITS_AS_ZERO = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digits -> "0"
+
+
+def check_digits(path: PathLike, data: bytes) -> None:
+    """Raise TraceFormatError (with the byte offset) at a run of :data:`MAX_DIGITS` digits
+    or more: a number no Python reader of the ET+ could parse. ~0.5 GB/s, in chunks."""
+    needle = b"0" * MAX_DIGITS
+    view = memoryview(data)
+    for start in range(0, len(data), _CHUNK):
+        at = (
+            bytes(view[start : start + _CHUNK + MAX_DIGITS]).translate(_DIGITS_AS_ZERO).find(needle)
+        )
+        if at >= 0:
+            raise TraceFormatError(path, f"a number of {MAX_DIGITS} digits or more", start + at)
 
 
 def check_utf8(path: PathLike, data: bytes) -> None:

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import PathLike, TraceFormatError
-from chakra.ingest.host_checks import check_op_args, check_utf8
+from chakra.ingest.host_checks import check_digits, check_op_args, check_utf8
 from chakra.ingest.host_comms import (
     comm_attrs_from_attrs,
     comm_attrs_from_inputs,
@@ -61,6 +61,7 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
     if data is None:
         data = read_json_bytes(path)
     check_utf8(path, data)  # op arguments stay raw JSON, which msgspec does not check
+    check_digits(path, data)
     with gc_paused():
         raw: RawHostTrace = decode_trace(
             path, data, HOST_TRACE_DECODER, WHAT, other=("traceEvents", "Kineto device trace")
