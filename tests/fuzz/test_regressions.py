@@ -245,8 +245,7 @@ DIGITS = b"9" * 5000
     [
         case("kineto-ts", fixed=True),
         case("host-attr", fixed=True),
-        case("host-pg-table", why="ValueError (int-string limit of json.loads) in "
-             "chakra/convert/classify.py:process_groups"),
+        case("host-pg-table", fixed=True),
         case("et_plus-ts", fixed=True),
         case("text-layer-count", fixed=True),
         case("chrome-ts", fixed=True),
