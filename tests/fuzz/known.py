@@ -13,9 +13,6 @@ from typing import Optional
 
 _DEEP = ("JSON nested ~1,000+ deep: msgspec/json raise RecursionError; catch it where the "
          "document is decoded and raise TraceFormatError naming the file")  # fmt: skip
-_UTF8 = ("invalid UTF-8 inside a host ET string (inputs/outputs values or types) is passed "
-         "through undecoded: decode_json's lazy msgspec.Raw fields fail later, or reach the "
-         "writers")  # fmt: skip
 _SIM_READ = ("chakra/simulate/model.py:_read_nodes (and astra_graph.py) take attribute values "
              "and ids as they come: int() of a string or list, str / float, ids >= 2^63 into "
              "int64 arrays; check kinds and ranges, raise SimulationError naming the "
@@ -23,24 +20,14 @@ _SIM_READ = ("chakra/simulate/model.py:_read_nodes (and astra_graph.py) take att
 
 KNOWN: dict[str, str] = {
     # --- deep nesting (chakra/ingest, chakra/convert, chakra/tools/timeline.py)
-    "*:traceback:RecursionError@*": _DEEP,
+    "*:traceback:RecursionError@chakra/convert/*": _DEEP + " (convert/classify.py: json.loads; "
+    "use chakra.ingest.json_input.decode_or_raise)",
     # --- invalid UTF-8 (chakra/ingest/host_model.py, link/et_plus.py, convert writers)
-    "*:traceback:DecodeError@chakra/ingest/host_model.py:*": _UTF8,
-    "trace_link:invalid-output:JSONDecodeError": _UTF8 + ": link/et_plus.py writes it raw, so "
-    "the ET+ is not JSON",
     "pipeline:invalid-output:*": "what trace_link/converter write (see their entries)",
-    "pipeline:output-on-error": "chakra_pipeline makes --output-dir (and writes the ranks "
-    "done) before a bad input fails the run (pipeline/run.py)",
     # --- chakra_converter (chakra/convert)
     "trace_info:unnamed-file:attribute-<q>-of-node-N-holds-*": "chakra_trace_info on a .et "
     "with an attribute of another kind: AttributeKindError names the node, not the file "
     "(et/summary.py)",
-    "*:traceback:TypeError@chakra/ingest/host_model.py:*": "host ET inputs/outputs fields "
-    "(values, shapes, types) of another JSON type: ingest/host_model.py iterates them as "
-    "lists; decode them into typed structs or check",
-    "*:unnamed-file:cannot-store-*": "a host ET header (start_ts, finish_ts, pid) of "
-    "2^64 and more fails when the .et metadata is written: AttributeKindError names the "
-    "attribute, not the file; check header ranges on reading (ingest/host_loader.py)",
     # --- chakra_sim (chakra/simulate)
     "sim:traceback:OverflowError@chakra/simulate/*": _SIM_READ,
     "sim:traceback:TypeError@chakra/simulate/*": _SIM_READ,
@@ -50,9 +37,6 @@ KNOWN: dict[str, str] = {
     "sim:validate-accepts-sim-rejects:*": "chakra_validate (et/validate.py) accepts what "
     "chakra_sim refuses: one of them is wrong",
     "sim:unnamed-file:*": "chakra_sim's SimulationError names 'rank N', not the file",
-    # --- chakra_timeline_visualizer (chakra/tools/timeline.py)
-    "timeline_visualizer:invalid-output:ValueError": "NaN/Infinity (or 5,000-digit floats) in "
-    "a chakra-sim trace are passed through: the output is not JSON; refuse non-finite numbers",
 }
 
 

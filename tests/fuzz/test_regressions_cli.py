@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fuzz import handmade
-from tests.fuzz.checks import case, check, convert, out_dir, xfail
+from tests.fuzz.checks import case, check, convert, out_dir
 from tests.fuzz.harness import Case, fork_tool, run_tool
 
 INTEGRATION = "ci_tools/integration_tests.py"

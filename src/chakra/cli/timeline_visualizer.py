@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import UsageError
 from chakra.fileio import atomic_output
+from chakra.ingest.json_input import dump_finite
 from chakra.tools.timeline import INPUT_FORMATS, complete_events, timeline
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def _convert(args: argparse.Namespace) -> None:
         trace = timeline(args.input_filename, args.input_format, args.num_npus,
                          args.npu_frequency)  # fmt: skip
         with atomic_output(args.output_filename, text=True) as out:
-            json.dump(trace, out)
+            dump_finite(trace, out, args.output_filename)
         logger.info("wrote %d events to %s", len(complete_events(trace)), args.output_filename)
 
 

@@ -7,7 +7,6 @@ Accepts both spellings of the reference tool (``--chakra-host-trace``/``--pytorc
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
 from chakra.fileio import AtomicGroup, atomic_output
 from chakra.ingest.detect import TraceKind, require_kind
+from chakra.ingest.json_input import dump_finite
 from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
 from chakra.link.model import LinkOptions, LinkReport
 from chakra.link.report import render_table, report_as_dict
@@ -117,7 +117,7 @@ def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
 def _write_report(path: Optional[Path], data: object, group: Optional[AtomicGroup] = None) -> None:
     if path is not None:
         with atomic_output(path, text=True, group=group) as out:
-            json.dump(data, out, indent=2, sort_keys=True)
+            dump_finite(data, out, path, indent=2, sort_keys=True)
             out.write("\n")
 
 

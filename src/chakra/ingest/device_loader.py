@@ -36,8 +36,11 @@ from chakra.ingest.device_model import (
     KinetoEvent,
     ProfilerStep,
 )
+from chakra.ingest.event_limits import LIMIT as _LIMIT
+from chakra.ingest.event_limits import timing_error as _range_error
 from chakra.ingest.json_input import (
     decode_element,
+    decode_or_raise,
     describe_decode_error,
     gc_paused,
     read_json_bytes,
@@ -140,7 +143,7 @@ def _decode_document(path: PathLike, data: bytes) -> _RawKinetoTrace:
     if not data or data.isspace():
         raise TraceFormatError(path, f"empty file; expected a {WHAT} JSON document")
     try:
-        return _DECODER.decode(data)
+        return decode_or_raise(path, data, _DECODER, WHAT)
     except msgspec.DecodeError as exc:
         key, kind = _OTHER
         if key in top_level_keys(data):
@@ -213,7 +216,9 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
             category = event.category
             counts[category] += 1
             phase, ts_us, dur_us = event.phase, event.ts_us, event.dur_us
-            if dur_us < 0 or (ts_us is None and phase in _TIMED_PHASES):
+            if not 0 <= dur_us < _LIMIT or not (  # negative, NaN, infinite or >= 2^63
+                -_LIMIT < ts_us < _LIMIT if ts_us is not None else phase not in _TIMED_PHASES
+            ):
                 timing_error = timing_error or _timing_error(path, index, event)
             if phase == "M":
                 if event.name == "thread_name" and event.args:
@@ -323,13 +328,11 @@ def _event_error(
 
 
 def _timing_error(path: PathLike, index: int, event: _RawEvent) -> TraceFormatError:
-    if event.ts_us is None:
+    if event.ts_us is None and 0 <= event.dur_us < _LIMIT:
         return TraceFormatError(
             path, f"event {index} ({event.name!r}, ph {event.phase!r}) has no 'ts'"
         )
-    return TraceFormatError(
-        path, f"event {index} ({event.name!r}) has a negative duration {event.dur_us}"
-    )
+    return _range_error(path, index, event.name, event.ts_us, event.dur_us)
 
 
 def _step(event: KinetoEvent) -> ProfilerStep:

@@ -8,9 +8,12 @@ list and ``inputs``/``outputs`` objects. The loader turns these raw records into
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Annotated, Any, Optional, Union
 
 import msgspec
+
+#: An integer an ``.et`` field and the simulator's int64 arrays hold (ids, times, pids).
+Int63 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 
 class RawAttr(msgspec.Struct, gc=False):
@@ -38,10 +41,10 @@ class RawArgs(msgspec.Struct, gc=False):
 
 
 class RawHostNode(msgspec.Struct, gc=False):
-    id: int
+    id: Int63
     name: str
-    ctrl_deps: Optional[int] = None
-    parent: Optional[int] = None
+    ctrl_deps: Optional[Int63] = None
+    parent: Optional[Int63] = None
     # an object (1.0.2+) or a list (1.0.1), kept raw: decoded when and if needed
     inputs: msgspec.Raw = NULL_JSON
     outputs: msgspec.Raw = NULL_JSON
@@ -51,12 +54,12 @@ class RawHostNode(msgspec.Struct, gc=False):
     input_types: msgspec.Raw = NULL_JSON
     output_shapes: msgspec.Raw = NULL_JSON
     output_types: msgspec.Raw = NULL_JSON
-    rf_id: Optional[int] = None
-    fw_parent: Optional[int] = None
-    seq_id: Optional[int] = None
-    scope: Optional[int] = None
-    tid: Optional[int] = None
-    fw_tid: Optional[int] = None
+    rf_id: Optional[Int63] = None
+    fw_parent: Optional[Int63] = None
+    seq_id: Optional[Int63] = None
+    scope: Optional[Int63] = None
+    tid: Optional[Int63] = None
+    fw_tid: Optional[Int63] = None
     op_schema: Optional[str] = None
 
 
@@ -66,10 +69,10 @@ class RawHostTrace(msgspec.Struct, gc=False):
 
     nodes: list[msgspec.Raw]
     schema: Optional[str] = None
-    pid: Optional[int] = None
+    pid: Optional[Int63] = None
     time: Optional[str] = None
-    start_ts: Optional[int] = None
-    finish_ts: Optional[int] = None
+    start_ts: Optional[Int63] = None
+    finish_ts: Optional[Int63] = None
 
 
 class RawProcessGroup(msgspec.Struct, gc=False):

@@ -8,6 +8,7 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.host_checks import check_digits, check_op_args, check_utf8
 from chakra.ingest.host_comms import (
     comm_attrs_from_attrs,
     comm_attrs_from_inputs,
@@ -46,6 +47,7 @@ _NO_ARGS = OpArgs()
 STANDARD_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 _INTEGER_STANDARD_ATTRS = frozenset(STANDARD_ATTRS) - {"op_schema"}
 WHAT = "host execution trace"
+_I64 = -(2**63)  # integer attrs must be within int64 (.et fields, the simulator's arrays)
 
 
 def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
@@ -58,6 +60,8 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
     """
     if data is None:
         data = read_json_bytes(path)
+    check_utf8(path, data)  # op arguments stay raw JSON, which msgspec does not check
+    check_digits(path, data)
     with gc_paused():
         raw: RawHostTrace = decode_trace(
             path, data, HOST_TRACE_DECODER, WHAT, other=("traceEvents", "Kineto device trace")
@@ -114,9 +118,10 @@ def _build_ops(path: PathLike, nodes: list[msgspec.Raw], layout: Layout) -> tupl
     freed before the next is decoded), sharing equal strings (names, schemas, attrs)."""
     build = _op_from_attrs if layout is Layout.ATTRS else _op_from_top_level
     strings: dict[Any, Any] = {}
-    built = []
+    built, checked = [], set()  # type: ignore[var-annotated]
     for index in range(len(nodes)):
         built.append(build(path, _decode_node(path, nodes, index), strings))
+        check_op_args(path, built[-1], checked)
         nodes[index] = _EMPTY_NODE  # the raw view is not needed any more
     ops = sorted(built, key=lambda op: op.id)
     for previous, current in zip(ops, ops[1:]):
@@ -159,9 +164,12 @@ def _int_attr(path: PathLike, node: RawHostNode, name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TraceFormatError(path, f"node {node.id}: attr {name!r} is not an integer")
     try:
-        return int(value)
-    except ValueError as exc:
+        number = int(value)
+    except (ValueError, OverflowError) as exc:
         raise TraceFormatError(path, f"node {node.id}: attr {name!r} is not an integer") from exc
+    if not _I64 <= number < -_I64:
+        raise TraceFormatError(path, f"node {node.id}: attr {name!r} is outside int64: {number}")
+    return number
 
 
 def _shared(strings: dict[Any, Any], value: Any) -> Any:
@@ -202,7 +210,11 @@ def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -
     for attr in node.attrs or ():
         name, value = attr.name, attr.value
         if name in _INTEGER_STANDARD_ATTRS:
-            fields[name] = value if type(value) is int else _int_attr(path, node, name, value)
+            fields[name] = (
+                value
+                if type(value) is int and _I64 <= value < -_I64
+                else _int_attr(path, node, name, value)
+            )
         elif name == "op_schema":
             op_schema = value
         else:

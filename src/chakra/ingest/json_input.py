@@ -9,16 +9,61 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any, Optional
 
 import msgspec
 
-from chakra.errors import PathLike, TraceFormatError
+from chakra.errors import ChakraError, PathLike, TraceFormatError
 from chakra.fileio import read_input
 
 _JSON_PATH = re.compile(r"at `\$(.*)`$")
+#: A JSON string or a bracket: what :func:`nesting_offset` scans for.
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+#: The depth :func:`nesting_offset` reports (Python's decoders give up near 1,000 levels).
+DEEP_NESTING = 500
+
+
+def nesting_offset(data: bytes, limit: int = DEEP_NESTING) -> Optional[int]:
+    """The byte offset of the bracket that opens nesting level ``limit`` (None: none does).
+
+    Only for the error path of a document too deep to decode: a scan of the whole text."""
+    depth = 0
+    for match in _TOKENS.finditer(data):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth >= limit:
+                return match.start()
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return None
+
+
+def too_deep(path: PathLike, data: Any = None, what: str = "JSON") -> TraceFormatError:
+    """The error for a document nested deeper than Python can decode (RecursionError);
+    ``data``, the whole document (bytes or str), locates the error."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    offset = nesting_offset(bytes(data)) if isinstance(data, (bytes, bytearray)) else None
+    return TraceFormatError(
+        path, f"not a valid {what}: JSON nested deeper than Python can decode", offset
+    )
+
+
+def decode_or_raise(
+    path: PathLike, data: Any, decoder: Any, what: str = "JSON", *, locate: bool = True
+) -> Any:
+    """``decoder.decode(data)`` (a msgspec decoder, or any object with ``decode``), with a
+    document nested too deep for Python (RecursionError) reported as one
+    :class:`~chakra.errors.TraceFormatError` naming ``path``; other errors pass through.
+    ``locate``: ``data`` is the whole file, so the error can give the byte offset."""
+    try:
+        return decoder.decode(data)
+    except RecursionError:
+        raise too_deep(path, data if locate else None, what) from None
 
 
 @contextlib.contextmanager
@@ -57,7 +102,7 @@ def decode_json(path: PathLike, data: bytes, decoder: msgspec.json.Decoder, what
     if not data or data.isspace():  # not strip(): that copies a document with end spaces
         raise TraceFormatError(path, f"empty file; expected a {what} JSON document")
     try:
-        return decoder.decode(data)
+        return decode_or_raise(path, data, decoder, what)
     except msgspec.DecodeError as exc:
         raise TraceFormatError(path, f"not a valid {what}: {describe_decode_error(exc)}") from exc
 
@@ -74,7 +119,7 @@ def decode_element(
     that elements can be decoded one at a time; an error names it (``nodes[3].id``) as
     :func:`decode_json` would have for the whole document."""
     try:
-        return decoder.decode(elements[index])
+        return decode_or_raise(path, elements[index], decoder, what, locate=False)
     except msgspec.DecodeError as exc:
         message = str(exc)
         match = _JSON_PATH.search(message)
@@ -113,9 +158,21 @@ def top_level_keys(data: bytes) -> list[str]:
 def object_keys(path: PathLike, data: bytes) -> list[str]:
     """The top-level keys of a JSON object document; invalid JSON raises TraceFormatError."""
     try:
-        decoded = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+        decoded = decode_or_raise(path, data, _OBJECT_DECODER)
     except msgspec.DecodeError as exc:
         raise TraceFormatError(
             path, f"not a valid JSON object: {describe_decode_error(exc)}"
         ) from exc
     return list(decoded)
+
+
+_OBJECT_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def dump_finite(data: Any, out: IO[str], path: PathLike, **options: Any) -> None:
+    """``json.dump(data, out, **options)``, refusing NaN and ±Infinity (not JSON) with one
+    ChakraError naming ``path`` instead of writing a file no JSON reader accepts."""
+    try:
+        json.dump(data, out, allow_nan=False, **options)
+    except ValueError as exc:
+        raise ChakraError(f"{path}: cannot write it as JSON: {exc}") from None

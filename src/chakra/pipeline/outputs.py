@@ -4,7 +4,6 @@ at a path or a URL."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ import msgspec
 
 from chakra.fileio import atomic_output
 from chakra.fileio.location import Location, copy_local_to, join, name_of
+from chakra.ingest.json_input import dump_finite
 from chakra.ranks import Agreement
 from chakra.simulate.engine import Engine
 from chakra.simulate.run import chrome_trace
@@ -71,7 +71,7 @@ def write_outputs(
         what_if = run_scenarios(engine, options.what_if)
     timeline = join(folder, TIMELINE)
     with atomic_output(timeline, text=True) as out:
-        json.dump(chrome_trace(engine, compare=True), out)
+        dump_finite(chrome_trace(engine, compare=True), out, timeline)
     picture = None
     if options.plot:
         picture = join(folder, PLOT)
@@ -80,7 +80,7 @@ def write_outputs(
                 "what_if": [msgspec.to_builtins(w) for w in what_if]}  # fmt: skip
     report = join(folder, REPORT)
     with atomic_output(report, text=True) as out:
-        json.dump(document, out, indent=2, sort_keys=True)
+        dump_finite(document, out, report, indent=2, sort_keys=True)
     page = None
     if options.html:
         page = join(folder, PAGE)

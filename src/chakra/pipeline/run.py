@@ -25,6 +25,10 @@ Output folder layout::
     utilisation.png        busy fraction of each host thread and GPU stream over time,
                            simulated beside measured, one µs axis for every rank
 
+Whole or nothing: a run that fails (a bad input, a rank that does not link or convert)
+removes the local output folder when the run created it; in a folder that existed, what
+finished ranks wrote stays for the next run to resume from (:mod:`chakra.pipeline.fresh`).
+
 Inputs and the output folder may be URLs (``s3://bucket/job/``, ``file:///shared/job``, any
 fsspec protocol; see :mod:`chakra.fileio.location`), read and written by whichever process
 runs the stage, so Dask workers need the same file system packages and credentials.
@@ -46,10 +50,11 @@ from chakra.convert import ConvertOptions, convert_file
 from chakra.convert.astra_sim import write_comm_groups
 from chakra.errors import ChakraError, FileAccessError
 from chakra.fileio.guard import refuse_overwriting_inputs
-from chakra.fileio.location import Location, join, location, make_folder, missing
+from chakra.fileio.location import Location, join, location, missing
 from chakra.fileio.stale import remove_stale_temporaries
 from chakra.link import LinkOptions
 from chakra.link.batch import link_files
+from chakra.pipeline.fresh import output_folder
 from chakra.pipeline.outputs import (
     PAGE,
     PLOT,
@@ -233,7 +238,8 @@ def run_pipeline(
     file system the workers share, or URLs they can reach (``s3://...``; fsspec needed).
     A missing input, or an input that an output would overwrite (same path, hard or
     symbolic link), is reported before anything is written; temporaries that killed runs
-    left in a local output folder are removed (:mod:`chakra.fileio.stale`).
+    left in a local output folder are removed (:mod:`chakra.fileio.stale`). A local output
+    folder this run creates is removed when the run fails (:mod:`chakra.pipeline.fresh`).
 
     ``resume``: ranks whose outputs this package wrote from the same inputs and options
     (by content: see :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes
@@ -253,12 +259,21 @@ def run_pipeline(
     output_dir = location(output_dir)
     _check_inputs(ranks)
     _refuse_overwriting(ranks, output_dir, et_prefix)
-    make_folder(output_dir)
-    if isinstance(output_dir, Path):
-        remove_stale_temporaries(output_dir)
     rank_options = RankOptions(options or LinkOptions(),
                                ConvertOptions(process_group_metadata=process_group_metadata),
                                et_prefix)  # fmt: skip
+    with output_folder(output_dir):  # a fresh folder: removed when the run fails
+        if isinstance(output_dir, Path):
+            remove_stale_temporaries(output_dir)
+        return _stages(ranks, output_dir, rank_options, execution, plot, html, what_if)
+
+
+def _stages(
+    ranks: list[RankFiles], output_dir: Location, rank_options: RankOptions,
+    execution: Execution, plot: bool, html: bool, what_if: Optional[Sequence[Scenario]],
+) -> PipelineResult:  # fmt: skip
+    """Every stage of :func:`run_pipeline`, into the existing ``output_dir``."""
+    et_prefix = rank_options.et_prefix
     prepared, reused = _prepare(ranks, output_dir, rank_options, execution)
     ets = [location(r["et"]) for r in prepared]
     agreement = agree_files(ets)  # the i-th collective of a group: one operation everywhere

@@ -173,14 +173,29 @@ def convert_log(path: PathLike, num_npus: int, frequency_mhz: float) -> dict[str
     }
 
 
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or exponent, refused when it is out of float range."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number out of range: {text[:20]}{'...' if len(text) > 20 else ''}")
+    return value
+
+
+def _no_constant(text: str) -> float:
+    """``NaN``/``Infinity``/``-Infinity``: not JSON, refused."""
+    raise ValueError(f"{text} is not a JSON number")
+
+
 def normalise_chrome_trace(path: PathLike) -> dict[str, Any]:
     """A ``chakra_sim --timeline`` trace (or any Chrome trace, object or bare array form)
     as the object form, every event checked to have ``ph``, and ``ts`` for timed events."""
     try:
         with open(path, encoding="utf-8") as stream:
-            data = json.load(stream)
+            data = json.load(stream, parse_float=_finite_float, parse_constant=_no_constant)
     except OSError as exc:
         raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except RecursionError:
+        raise TimelineError(f"{path}: not JSON (nested deeper than Python can decode)") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise TimelineError(f"{path}: not JSON ({exc})") from exc
     events = (

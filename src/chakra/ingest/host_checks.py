@@ -1,0 +1,90 @@
+"""Checks of a host ET at reading, beyond what msgspec's typed decode does.
+
+* The file must be valid UTF-8 throughout: op arguments are kept as raw JSON text
+  (:class:`~chakra.ingest.host_model.OpArgs`), which msgspec does not validate when it skips
+  them, so a bad byte would otherwise surface later (or reach the ET+ written by
+  chakra_trace_link). :func:`check_utf8` scans the bytes once, in chunks, and names the
+  byte offset of the first bad sequence.
+* No number may have :data:`MAX_DIGITS` digits or more (Python's ``int`` refuses to parse
+  them, so an ET+ passing one through could not be read back): :func:`check_digits`.
+* The ``values``, ``shapes`` and ``strides`` of an op's inputs/outputs must be JSON lists
+  (``strides`` may be null) and ``types`` a list of strings: :func:`check_op_args` decodes
+  each distinct argument text once with a struct that skips the values.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+import msgspec
+
+from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.host_model import HostOp, OpArgs
+from chakra.ingest.json_input import describe_decode_error
+
+_CHUNK = 1 << 24
+#: Python's default limit of digits in an int parsed from text (sys.get_int_max_str_digits).
+MAX_DIGITS = 4300
+_DIGITS_AS_ZERO = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digits -> "0"
+
+
+def check_digits(path: PathLike, data: bytes) -> None:
+    """Raise TraceFormatError (with the byte offset) at a run of :data:`MAX_DIGITS` digits
+    or more: a number no Python reader of the ET+ could parse. ~0.5 GB/s, in chunks."""
+    needle = b"0" * MAX_DIGITS
+    view = memoryview(data)
+    for start in range(0, len(data), _CHUNK):
+        at = (
+            bytes(view[start : start + _CHUNK + MAX_DIGITS]).translate(_DIGITS_AS_ZERO).find(needle)
+        )
+        if at >= 0:
+            raise TraceFormatError(path, f"a number of {MAX_DIGITS} digits or more", start + at)
+
+
+def check_utf8(path: PathLike, data: bytes) -> None:
+    """Raise TraceFormatError (with the byte offset) when ``data`` is not valid UTF-8."""
+    if data.isascii():
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for start in range(0, len(data), _CHUNK):
+        pending = len(decoder.getstate()[0])  # bytes of a sequence the last chunk split
+        try:
+            decoder.decode(view[start : start + _CHUNK], final=start + _CHUNK >= len(data))
+        except UnicodeDecodeError as exc:
+            offset = start - pending + exc.start
+            raise TraceFormatError(path, "invalid UTF-8 in the text", offset) from None
+
+
+class _ArgShapes(msgspec.Struct, gc=False):
+    values: msgspec.Raw = msgspec.Raw(b"[]")
+    shapes: msgspec.Raw = msgspec.Raw(b"[]")
+    types: list[str] = []
+    strides: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_SHAPES = msgspec.json.Decoder(_ArgShapes)
+
+
+def check_op_args(path: PathLike, op: HostOp, checked: set[int]) -> None:
+    """Raise TraceFormatError naming the node when its inputs/outputs lists are of the
+    wrong JSON types. ``checked`` holds the ids of the OpArgs already checked (the loader
+    shares one per distinct text, all alive while it loads), so each text is decoded once."""
+    if id(op.inputs) not in checked:
+        _check_args(path, op, "inputs", op.inputs)
+        checked.add(id(op.inputs))
+    if id(op.outputs) not in checked:
+        _check_args(path, op, "outputs", op.outputs)
+        checked.add(id(op.outputs))
+
+
+def _check_args(path: PathLike, op: HostOp, which: str, args: OpArgs) -> None:
+    try:
+        parts = _SHAPES.decode(args.json)
+    except msgspec.DecodeError as exc:
+        problem = describe_decode_error(exc)
+        raise TraceFormatError(path, f"node {op.id} ({op.name}): {which}: {problem}") from None
+    for key in ("values", "shapes", "strides"):
+        first = bytes(memoryview(getattr(parts, key))[:1])
+        if first != b"[" and not (key == "strides" and first == b"n"):
+            raise TraceFormatError(path, f"node {op.id} ({op.name}): {which}.{key} is not a list")
