@@ -45,7 +45,7 @@ from chakra.et.schema import GlobalMetadata, Node, NodeType
 from chakra.et.writer import write_et
 from chakra.fileio import AtomicGroup
 from chakra.ingest.json_input import gc_paused
-from chakra.progress import tracked
+from chakra.progress import STEPS, Progress, phase, tracked
 
 logger = logging.getLogger(__name__)
 
@@ -123,13 +123,17 @@ def convert_et_plus(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
     """Convert a loaded ET+ into a Chakra ET graph held in memory (see docs/design.md,
     "Converting"). :func:`convert_file` streams the nodes to disk instead."""
     with gc_paused():
-        plan = _plan(trace, options)
-        nodes = tuple(Node.FromString(node) for node in _nodes(trace, plan))
-        return EtGraph(_metadata(trace), nodes, plan.report)
+        plan, report = _planned(trace, options)
+        total = sum(report.nodes_by_type.values())
+        serialized = tracked(_nodes(trace, plan), total, f"building the nodes of {trace.path}",
+                             unit="nodes")  # fmt: skip
+        nodes = tuple(map(Node.FromString, serialized))
+        return EtGraph(_metadata(trace), nodes, report)
 
 
 class _Plan(msgspec.Struct):
-    """Everything but the protobuf nodes: the graph, extra nodes and node kinds."""
+    """Everything but the protobuf nodes and the report: the graph, extra nodes and node
+    kinds."""
 
     by_id: dict[int, EtPlusNode]
     deps: dict[int, Deps]
@@ -137,44 +141,82 @@ class _Plan(msgspec.Struct):
     idle: list[IdleNode]
     delays: list[DelayNode]
     kinds: dict[int, Classified]
-    report: ConvertReport
     parents: _Parents
     end: Optional[tuple]  # (id, deps, start_us) of the [end] node, if any (_end_node)
 
 
-def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
+#: The steps of :func:`_plan` its progress counts (``progress.step`` calls).
+_PLAN_STEPS = 8
+
+
+def _planned(trace: EtPlusTrace, options: ConvertOptions) -> tuple[_Plan, ConvertReport]:
+    """:func:`_plan`, a phase of its own: big traces report their progress a step at a time
+    (:mod:`chakra.progress`)."""
+    count = len(trace.nodes)
+    with phase(f"converting {trace.path}", count, detail=f"{count:,} nodes",
+               total=_PLAN_STEPS, unit=STEPS) as progress:  # fmt: skip
+        return _plan(trace, options, progress)
+
+
+def _plan(
+    trace: EtPlusTrace, options: ConvertOptions, progress: Progress
+) -> tuple[_Plan, ConvertReport]:
+    progress.step("indexing nodes")
     by_id = _index(trace)
     graph = Graph(by_id)
     segments = Segmentation(max(by_id) + 1)
     rank = options.rank if options.rank is not None else trace.link.rank if trace.link else None
     classifier = Classifier(by_id, rank, options.process_group_metadata)
     host_comms = {n.id for n in trace.nodes if not n.is_gpu and classifier.is_host_collective(n)}
+    progress.step("chaining each thread's ops")
     idle = thread_chains(trace, by_id, graph, options.gaps, segments, host_comms)
     segments.pieces.clear()  # program order is in the graph now; frees a list per host op
+    progress.step("adding the linker's dependencies")
     evidence(trace, by_id, graph, segments)
     start_us = {n.id: n.ts for n in trace.nodes if n.ts is not None}
     for op_segments in segments.segments.values():
         start_us.update((s.node_id, s.start) for s in op_segments)
     start_us.update({gap.node_id: by_id[gap.before].ts or 0 for gap in idle})
     measured_end = _measured_ends(by_id, segments, idle)
+    progress.step("dropping dependencies the measured times contradict")
     contradicting = drop_contradicting(graph, start_us, measured_end)
+    progress.step("breaking cycles")
     broken = break_cycles(graph.deps, graph.ids, start_us)
+    progress.step("adding delays")
     timed = chain(
         ((n.id, start_us[n.id]) for n in trace.nodes if n.ts is not None and n.end is not None),
         ((s.node_id, s.start) for s in segments.extra),  # later segments wait too
     )
     delays = add_delays(timed, graph, measured_end, segments.next_id)
     start_us.update((delay.node_id, delay.start_us) for delay in delays)
+    progress.step("choosing parents")
     parents = _Parents(by_id, segments, idle, delays)
     parents.left_out = backward_parents(parents.items(), graph.deps, graph.ids, start_us)
+    progress.step("classifying nodes")
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
     kinds = {node.id: distinct.setdefault(kind, kind)
              for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
     if options.require_peers:
         _require_peers(trace, kinds)
-    types = Counter(kind.node_type.name for kind in kinds.values())
     end = _end_node(kinds, graph, parents, measured_end, by_id)
-    types[NodeType.COMP_NODE.name] += len(idle) + len(segments.extra) + len(delays) + bool(end)
+    plan = _Plan(by_id, graph.deps, segments, idle, delays, kinds, parents, end)
+    return plan, _report(plan, trace.path, classifier, graph, contradicting, broken)
+
+
+def _report(
+    plan: _Plan,
+    path: str,
+    classifier: Classifier,
+    graph: Graph,
+    contradicting: int,
+    broken: list,
+) -> ConvertReport:
+    """The report of a plan, its warnings logged: what the classifier guessed,
+    ``contradicting`` dependencies dropped, the ``broken`` cycles."""
+    kinds, segments, end = plan.kinds, plan.segments, plan.end
+    types = Counter(kind.node_type.name for kind in kinds.values())
+    types[NodeType.COMP_NODE.name] += (len(plan.idle) + len(segments.extra) + len(plan.delays)
+                                       + bool(end))  # fmt: skip
     warnings = [f"{count} x {what}" for what, count in sorted(classifier.guesses.items())]
     warnings += [f"{count} x {what}" for what, count in sorted(classifier.notes.items())]
     groups = _comm_groups(kinds.values())
@@ -200,20 +242,19 @@ def _plan(trace: EtPlusTrace, options: ConvertOptions) -> _Plan:
     cycles = [f"removed {src} -> {dst} from cycle {' -> '.join(map(str, cycle[:10]))}"
               for src, dst, cycle in broken]  # fmt: skip
     for message in [*warnings, *cycles]:
-        logger.warning("%s: %s", trace.path, message)
-    report = ConvertReport(
+        logger.warning("%s: %s", path, message)
+    return ConvertReport(
         nodes_by_type=dict(sorted(types.items())),
         edges=dict(sorted(graph.counts.items())),
         dropped_edges=dict(sorted(graph.dropped.items())),
-        idle_nodes=len(idle),
+        idle_nodes=len(plan.idle),
         cycles_broken=cycles,
         warnings=warnings,
         contradicting_edges_dropped=contradicting,
         replayed_beside_thread=len(segments.detached),
-        parents_left_out=len(parents.left_out),
+        parents_left_out=len(plan.parents.left_out),
         comm_groups=groups,
     )
-    return _Plan(by_id, graph.deps, segments, idle, delays, kinds, report, parents, end)
 
 
 def _require_peers(trace: EtPlusTrace, kinds: dict[int, Classified]) -> None:
@@ -367,8 +408,8 @@ def convert_file(
     appears when the group commits."""
     trace = load_et_plus(input_path, keep_whole=reads_payload)
     with gc_paused():
-        plan = _plan(trace, options or ConvertOptions())
-        total = sum(plan.report.nodes_by_type.values())
-        nodes = tracked(_nodes(trace, plan), total, f"writing {output_path}")
+        plan, report = _planned(trace, options or ConvertOptions())
+        total = sum(report.nodes_by_type.values())
+        nodes = tracked(_nodes(trace, plan), total, f"writing {output_path}", unit="nodes")
         write_et(output_path, _metadata(trace), nodes, group)
-    return plan.report
+    return report

@@ -17,6 +17,7 @@ from chakra.convert.et_plus_lines import read_by_lines, reread_nodes
 from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.json_input import decode_element, decode_json, gc_paused, read_json_bytes
+from chakra.progress import Progress, phase
 
 Number = Union[int, float]
 logger = logging.getLogger(__name__)
@@ -141,13 +142,13 @@ _NODE_DECODER = msgspec.json.Decoder(EtPlusNode, strict=False)
 _WHAT = "ET+ trace (host + device)"
 
 
-def _decode_nodes(path: PathLike, raws: list[msgspec.Raw]) -> list[EtPlusNode]:
+def _decode_nodes(path: PathLike, raws: list[msgspec.Raw], progress: Progress) -> list[EtPlusNode]:
     """Decode the nodes one at a time, sharing what repeats across them (see
     :class:`_Sharing`), so that no list of raw records exists at once, and nothing refers to
-    the file's bytes afterwards."""
+    the file's bytes afterwards; ``progress`` counts them."""
     sharing = _Sharing(path)
     nodes = []
-    for index in range(len(raws)):
+    for index in progress.tracked(range(len(raws)), len(raws), "nodes"):
         nodes.append(sharing.node(decode_element(path, raws, index, _NODE_DECODER, _WHAT)))
         raws[index] = _EMPTY
     return nodes
@@ -243,11 +244,11 @@ def load_et_plus(
                            link=header.chakra_link, outline=outline)  # fmt: skip
     del by_lines
     data = read_json_bytes(path)
-    with gc_paused():
+    with phase(f"loading ET+ {path}", len(data), in_bytes=True) as progress, gc_paused():
         raw: _RawEtPlus = decode_json(path, data, _DECODER, _WHAT)
         if not raw.nodes:
             raise TraceFormatError(path, "the ET+ trace holds no nodes")
-        nodes = _decode_nodes(path, raw.nodes)
+        nodes = _decode_nodes(path, raw.nodes, progress)
     if not any(node.ts is not None for node in nodes):
         del nodes, raw  # read again as a host ET
         return _from_host_trace(path, data)

@@ -21,6 +21,7 @@ import msgspec
 
 from chakra.errors import ChakraError, PathLike, TraceFormatError
 from chakra.fileio import open_binary_input
+from chakra.progress import reading
 
 _NODES_LINE = b'"nodes": ['
 _LINK_PREFIX = b'"chakra_link": '
@@ -46,7 +47,8 @@ def read_by_lines(
             return None
         first, link = header_lines
         header = header_decoder.decode(first + link.rstrip().rstrip(b",") + b',"nodes":[]}')
-        nodes = [decode_node(raw) for raw in _node_lines(stream)]
+        lines = reading(_node_lines(stream), stream, f"loading ET+ {path}")
+        nodes = [decode_node(raw) for raw in lines]
         return header, nodes
     except (_LayoutError, *_READ_ERRORS):
         return None

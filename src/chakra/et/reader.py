@@ -12,6 +12,7 @@ from chakra.errors import EtFormatError, PathLike
 from chakra.et.framing import iter_framed_messages
 from chakra.et.schema import GlobalMetadata, Node
 from chakra.fileio import location, open_binary_input
+from chakra.progress import reading
 
 
 def _decode_error(reader: EtReader, what: str, exc: Exception, offset: int) -> EtFormatError:
@@ -30,8 +31,10 @@ class EtReader:
     A file can be iterated once; use it as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, path: PathLike) -> None:
+    def __init__(self, path: PathLike, what: Optional[str] = None) -> None:
         self.path = location(path)
+        #: how the progress of reading a big file is headed (default ``"reading <path>"``)
+        self.what = what or f"reading {self.path}"
         self._stream, self.is_gzip = open_binary_input(self.path)
         self._messages = iter_framed_messages(self._stream, self.path, decompressed=self.is_gzip)
         try:
@@ -53,7 +56,12 @@ class EtReader:
         self.nodes_read = 0
 
     def __iter__(self) -> Iterator[Any]:
-        """Yield each ``Node`` message in file order."""
+        """Each ``Node`` message in file order. A file of :data:`~chakra.progress.MIN_BYTES`
+        or more on disk reports its progress by the bytes read (of the file as stored:
+        compressed when gzip), as a phase :attr:`what` (:mod:`chakra.progress`)."""
+        return reading(self._nodes(), self._stream, self.what)
+
+    def _nodes(self) -> Iterator[Any]:
         from_string = Node.FromString
         try:
             for offset, body in self._messages:

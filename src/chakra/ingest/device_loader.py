@@ -54,6 +54,7 @@ from chakra.ingest.vocabulary import (
     Category,
     modern_category,
 )
+from chakra.progress import Progress, phase
 
 logger = logging.getLogger(__name__)
 WHAT = "Kineto trace"
@@ -131,10 +132,10 @@ def load_device_trace(path: PathLike, data: Optional[bytes] = None) -> DeviceTra
     """
     if data is None:
         data = read_json_bytes(path)
-    with gc_paused():
+    with phase(f"loading Kineto trace {path}", len(data), in_bytes=True) as progress, gc_paused():
         raw = _decode_document(path, data)
         del data  # the raw events keep the bytes alive until they are decoded
-        return _organise(path, raw)
+        return _organise(path, raw, progress)
 
 
 def _decode_document(path: PathLike, data: bytes) -> _RawKinetoTrace:
@@ -173,7 +174,8 @@ def _longest_first_within_ties(events: list[KinetoEvent], starts: list) -> None:
         events[first:end] = sorted(events[first:end], key=_DURATION, reverse=True)
 
 
-def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
+def _organise(path: PathLike, raw: _RawKinetoTrace, progress: Progress) -> DeviceTrace:
+    """The trace of the raw events, decoded one at a time (``progress`` counts them)."""
     groups: dict[str, list[KinetoEvent]] = {
         "cpu": [], "runtime": [], "gpu": [], "sync": [], "gpu_annotation": [],
     }  # fmt: skip
@@ -206,7 +208,7 @@ def _organise(path: PathLike, raw: _RawKinetoTrace) -> DeviceTrace:
     # device_args.RuntimeArgs for why no kept object has the size of a raw one).
     raw_events.reverse()
     next_event = raw_events.pop
-    for index in range(len(raw_events)):
+    for index in progress.tracked(range(len(raw_events)), len(raw_events), "events"):
         element = next_event()
         try:
             try:

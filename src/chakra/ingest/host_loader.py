@@ -38,6 +38,7 @@ from chakra.ingest.json_input import (
     read_json_bytes,
 )
 from chakra.ingest.vocabulary import PROCESS_GROUP_INIT_NAME, RECORD_PARAM_COMMS_NAME
+from chakra.progress import Progress, phase
 
 logger = logging.getLogger(__name__)
 
@@ -62,14 +63,14 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
         data = read_json_bytes(path)
     check_utf8(path, data)  # op arguments stay raw JSON, which msgspec does not check
     check_digits(path, data)
-    with gc_paused():
+    with phase(f"loading host ET {path}", len(data), in_bytes=True) as progress, gc_paused():
         raw: RawHostTrace = decode_trace(
             path, data, HOST_TRACE_DECODER, WHAT, other=("traceEvents", "Kineto device trace")
         )
         del data
         first = _decode_node(path, raw.nodes, 0) if raw.nodes else None
         version, layout, notes = _resolve_schema(path, raw.schema, first)
-        ops = _build_ops(path, raw.nodes, layout)
+        ops = _build_ops(path, raw.nodes, layout, progress)
     groups, group_note = _process_groups(ops)
     if group_note:
         notes.append(group_note)
@@ -113,13 +114,16 @@ def _decode_node(path: PathLike, nodes: list[msgspec.Raw], index: int) -> RawHos
     return decode_element(path, nodes, index, HOST_NODE_DECODER, WHAT)
 
 
-def _build_ops(path: PathLike, nodes: list[msgspec.Raw], layout: Layout) -> tuple[HostOp, ...]:
+def _build_ops(
+    path: PathLike, nodes: list[msgspec.Raw], layout: Layout, progress: Progress
+) -> tuple[HostOp, ...]:
     """Decode and build the ops one node at a time (each node's intermediate record is
-    freed before the next is decoded), sharing equal strings (names, schemas, attrs)."""
+    freed before the next is decoded), sharing equal strings (names, schemas, attrs);
+    ``progress`` counts the nodes."""
     build = _op_from_attrs if layout is Layout.ATTRS else _op_from_top_level
     strings: dict[Any, Any] = {}
     built, checked = [], set()  # type: ignore[var-annotated]
-    for index in range(len(nodes)):
+    for index in progress.tracked(range(len(nodes)), len(nodes), "nodes"):
         built.append(build(path, _decode_node(path, nodes, index), strings))
         check_op_args(path, built[-1], checked)
         nodes[index] = _EMPTY_NODE  # the raw view is not needed any more

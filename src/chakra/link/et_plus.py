@@ -201,7 +201,7 @@ def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGro
         out.write(b',\n"nodes": [')
         separator = b"\n"
         total = len(linked.host.ops) + len(linked.gpu_nodes)
-        for node in tracked(_nodes(linked), total, f"writing {path}"):
+        for node in tracked(_nodes(linked), total, f"writing {path}", unit="nodes"):
             out.write(separator + _ENCODER.encode(node))
             separator = b",\n"
         out.write(b"\n]}\n")

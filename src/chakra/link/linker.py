@@ -9,7 +9,7 @@ from typing import Optional
 import msgspec
 
 from chakra.errors import ChakraError
-from chakra.ingest.device_model import DeviceTrace
+from chakra.ingest.device_model import DeviceTrace, KinetoEvent
 from chakra.ingest.host_model import HostTrace
 from chakra.ingest.json_input import gc_paused
 from chakra.link.cpu_join import CpuJoin, join_cpu_ops, kineto_cpu_events, linkable_host_ops
@@ -36,6 +36,7 @@ from chakra.link.model import (
 from chakra.link.nesting import ThreadNesting, program_order_key
 from chakra.link.threads import threads_ran_under
 from chakra.link.verify import edge_contradictions
+from chakra.progress import STEPS, Progress, phase
 
 logger = logging.getLogger(__name__)
 
@@ -76,39 +77,49 @@ def _matches(join: CpuJoin, nestings: dict[tuple, ThreadNesting]) -> dict[int, C
     return matches
 
 
+#: The steps of :func:`link_traces` its progress counts (``progress.step`` calls in _link).
+_STEPS = 6
+
+
 def link_traces(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedTrace:
     """Link ``host`` with ``device``: match CPU ops, attach GPU ops to their launching host
-    ops, and collect every dependency the traces show (see docs/design.md, "Linking")."""
-    with gc_paused():  # builds acyclic values only; see json_input.gc_paused
-        return _link(host, device, options)
+    ops, and collect every dependency the traces show (see docs/design.md, "Linking").
+    Big traces report their progress (:mod:`chakra.progress`), a step at a time."""
+    size = len(host.ops) + len(device.cpu_ops) + len(device.gpu_ops)
+    detail = (f"{len(host.ops):,} host ops, {len(device.cpu_ops):,} Kineto CPU ops, "
+              f"{len(device.gpu_ops):,} GPU ops")  # fmt: skip
+    linking = phase(f"linking {host.path} with {device.path}", size, detail=detail,
+                    total=_STEPS, unit=STEPS)  # fmt: skip
+    with gc_paused(), linking as progress:  # builds acyclic values only: json_input.gc_paused
+        return _link(host, device, options, progress)
 
 
-def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedTrace:
+def _link(
+    host: HostTrace, device: DeviceTrace, options: LinkOptions, progress: Progress
+) -> LinkedTrace:
     _check_pair(host, device, options)
+    progress.step("matching CPU ops")
     join = join_cpu_ops(host, device, options)
     if not join.matches:
         raise LinkError(
             f"no host op of {host.path} matches a CPU op of {device.path}: "
             "are they from the same run?"
         )
+    progress.step("nesting CPU ops per thread")
     nestings = _nestings(device)
     matches = _matches(join, nestings)
     host_of = {id(m.event): host_id for host_id, m in matches.items()}
+    progress.step("attaching GPU ops")
     calls = calls_by_correlation(device)
     linker = GpuLinker(nestings, host_of, calls, join.window)
     first_gpu_id = max(op.id for op in host.ops) + 1
     all_gpu_nodes = linker.link(device.gpu_ops, first_gpu_id)
     notes = list(join.notes)
-    index = StreamIndex(all_gpu_nodes)
-    timeline = HostTimeline(nestings, host_of)
-    thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
-    all_sync = host_sync_edges(device, index, all_gpu_nodes, timeline, calls, notes)
-    all_edges = [
-        *launch_edges(all_gpu_nodes),
-        *stream_order_edges(index),
-        *event_wait_edges(device, index, calls, notes),
-        *all_sync,
-    ]
+    progress.step("collecting dependencies")
+    all_edges, thread_edges, inter_thread, gaps = _dependencies(
+        device, all_gpu_nodes, HostTimeline(nestings, host_of), calls, notes
+    )
+    progress.step("checking dependencies against the measured times")
     gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, all_edges, first_gpu_id)
     host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
     contradictions, edges = edge_contradictions([*gpu_edges, *thread_edges], host_times,
@@ -121,6 +132,7 @@ def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedT
         waiting = edge.dst if edge.kind is EdgeKind.HOST_SYNC else None
         if waiting is not None and edge.src not in sync_dep[waiting]:
             sync_dep[waiting].append(edge.src)
+    progress.step("reporting")
     ran_on = threads_ran_under(host, matches, join.other_thread, nestings, host_of, notes)
     report = _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
     for note in notes:
@@ -137,6 +149,28 @@ def _link(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> LinkedT
         report=report,
         ran_under=ran_on,
     )
+
+
+def _dependencies(
+    device: DeviceTrace,
+    gpu_nodes: tuple[GpuNode, ...],
+    timeline: HostTimeline,
+    calls: dict[int, KinetoEvent],
+    notes: list[str],
+) -> tuple[list[Edge], list[Edge], dict, dict]:
+    """Every edge the traces show between GPU ops and with their host ops (launch, stream
+    order, event waits, host syncs), the edges between host threads, and the threads'
+    ``inter_thread_dep`` and idle gaps (:mod:`chakra.link.evidence`)."""
+    index = StreamIndex(gpu_nodes)
+    thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
+    all_sync = host_sync_edges(device, index, gpu_nodes, timeline, calls, notes)
+    all_edges = [
+        *launch_edges(gpu_nodes),
+        *stream_order_edges(index),
+        *event_wait_edges(device, index, calls, notes),
+        *all_sync,
+    ]
+    return all_edges, thread_edges, inter_thread, gaps
 
 
 def _keep_window(

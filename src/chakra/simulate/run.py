@@ -32,7 +32,7 @@ def load_astra_graph(path: PathLike, rank: int) -> SimGraph:
 def _load_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
     try:
         if sniff_kind(path) is TraceKind.CHAKRA_ET:
-            with EtReader(path) as reader:
+            with EtReader(path, f"loading rank {rank} from {path}") as reader:
                 return build(reader, rank)
         from chakra.convert import ConvertOptions, convert_et_plus, load_et_plus
 
