@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable
 from typing import Any, Optional
-
-import math
 
 from chakra.et.attributes import INTEGER_KINDS
 from chakra.et.schema import NodeType
@@ -115,12 +114,6 @@ def reference_build_graph(
             except (TypeError, ValueError, OverflowError) as exc:
                 raise SimulationError(f"node {node.id} ({node.name}): an attribute holds a "
                                       f"value of the wrong kind ({exc})") from None  # fmt: skip
-    for position, duration in enumerate(durations):
-        if not (math.isfinite(duration) and 0 <= duration < float(1 << 63) / 1000.0):
-            raise SimulationError(
-                f"node {ids[position]} ({names[position]}): duration {duration} µs is "
-                "negative, not finite or 2^63 ns or more"
-            )
     resources = [None] * len(resource_index)
     for key, index in resource_index.items():
         resources[index] = key
@@ -138,6 +131,12 @@ def reference_build_graph(
             row.append(source)
             succ_rows[source].append(position)
         pred_rows.append(row)
+    for position, duration in enumerate(durations):
+        if not (math.isfinite(duration) and 0 <= duration < float(1 << 63) / 1000.0):
+            raise SimulationError(
+                f"node {ids[position]} ({names[position]}): duration {duration} µs is "
+                "negative, not finite or 2^63 ns or more"
+            )
     preds, pred_start = _csr(pred_rows)
     succs, succ_start = _csr(succ_rows)
     return SimGraph(rank, ids, names, durations, resource, resources, preds, pred_start,

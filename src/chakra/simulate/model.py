@@ -73,6 +73,13 @@ class SimGraph(msgspec.Struct):
     #: time (``segment_of``); None for graphs built without them
     parent_id: Optional[array] = None
     segment_of: Optional[dict[int, int]] = None
+    #: the file the graph was read from ("" when built from nodes in memory): the
+    #: engine's errors name it
+    source: str = ""
+
+    def where(self) -> str:
+        """How an error names this graph: its file and rank, or its rank alone."""
+        return f"{self.source}: rank {self.rank}" if self.source else f"rank {self.rank}"
 
     def recorded(self, node: int) -> tuple[float, float, float]:
         """What a meeting needs of a communication node: its duration, its measured start
@@ -164,12 +171,12 @@ def _value(attr: Any) -> Any:
     return getattr(attr, kind) if kind is not None else None
 
 
-def _int_value(attr: Any) -> int:
+def _int_value(attr: Any) -> Optional[int]:
     """An integer attribute whose nonzero member is not ``int64_val``: its value, whichever
-    integer kind holds it (0 when unset). Raises SimulationError for another kind."""
+    integer kind holds it (None when unset). Raises SimulationError for another kind."""
     kind = attr.WhichOneof("value")
     if kind is None:
-        return 0
+        return None
     if kind not in INTEGER_KINDS:
         raise SimulationError(f"attribute {attr.name} holds {kind}, not an integer")
     return getattr(attr, kind)
@@ -195,8 +202,8 @@ def check_durations(durations: array, ids: array, names: list[str]) -> None:
     if bad.any():
         i = int(np.argmax(bad))
         raise SimulationError(
-            f"node {ids[i]} ({names[i]}): duration {float(values[i])} µs is negative, not finite or "
-            "2^63 ns or more"
+            f"node {ids[i]} ({names[i]}): duration {float(values[i])} µs is negative, not "
+            "finite or 2^63 ns or more"
         )
 
 
@@ -280,9 +287,8 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
                 pg = str(values.get("pg_name") or "")
                 comm_type = values.get("comm_type")
                 count = group_count.get(pg, 0)
-                comm[position] = CommKey(pg, count,
-                                         int(comm_type) if node_type == coll and comm_type is not None
-                                         else -1,
+                is_coll = node_type == coll and comm_type is not None
+                comm[position] = CommKey(pg, count, int(comm_type) if is_coll else -1,
                                          int(values.get("comm_size") or 0))  # fmt: skip
                 group_count[pg] = count + 1
     except (SimulationError, OverflowError, TypeError, ValueError) as exc:  # a node's fault
