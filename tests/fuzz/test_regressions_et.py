@@ -18,7 +18,6 @@ from tests.fuzz.checks import (
     sim,
     timeline_of,
     validate,
-    xfail,
 )
 from tests.fuzz.et_mutators import field_bytes, field_varint, frame, split_messages
 from tests.fuzz.harness import Case, describe
@@ -158,7 +157,6 @@ def test_timeline_of_graph_without_measured_starts(tmp_path: Path) -> None:
         check(timeline_of(timeline, out_dir(tmp_path / "again")))
 
 
-@xfail("AttributeKindError names the node, not the file (et/summary.py; found by fuzzing)")
 def test_trace_info_attribute_of_another_kind(base: dict[str, Path], tmp_path: Path) -> None:
     graph = _with_attr(base, tmp_path, "comm_type", field_bytes(14, b""))
     check(Case("trace_info", (str(graph),), (graph,), (), out_dir(tmp_path)))
