@@ -66,11 +66,6 @@ KNOWN: dict[str, str] = {
     "converter:unnamed-file:num_passes-must-be-at-least-*": "Text: --num-passes < 1 is a usage "
     "error: status 2 with the usage line",
     # --- chakra_sim (chakra/simulate)
-    "sim:traceback:OverflowError@chakra/simulate/*": _SIM_READ,
-    "sim:traceback:TypeError@chakra/simulate/*": _SIM_READ,
-    "sim:traceback:ValueError@chakra/simulate/*": _SIM_READ,
-    "sim:unnamed-file:rank-N:-N-nodes-never-ran*": "chakra_validate accepts graphs chakra_sim "
-    "cannot run (negative duration_ns...), and the error names the rank, not the file",
     "sim:validate-accepts-sim-rejects:*": "chakra_validate (et/validate.py) accepts what "
     "chakra_sim refuses: one of them is wrong",
     "sim:unnamed-file:*": "chakra_sim's SimulationError names 'rank N', not the file",
