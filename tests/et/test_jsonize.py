@@ -14,7 +14,7 @@ def small_trace(tmp_path: Path) -> Path:
     gpu = Node(id=2, name="gemm", type=NodeType.COMP_NODE, data_deps=[1], duration_micros=15)
     set_attr(gpu, "is_cpu_op", False)
     set_attr(gpu, "stream", 7)
-    write_et(path, GlobalMetadata(version="0.0.4"), [Node(id=1, name="mm"), Node(), gpu])
+    write_et(path, GlobalMetadata(version="0.0.4"), [Node(id=1, name="mm"), Node(name="x"), gpu])
     return path
 
 
@@ -26,7 +26,7 @@ def test_default_output_is_one_json_document(tmp_path: Path) -> None:
         "globalMetadata": {"version": "0.0.4"},
         "nodes": [
             {"id": "1", "name": "mm"},
-            {},
+            {"name": "x"},
             {
                 "id": "2",
                 "name": "gemm",

@@ -49,13 +49,18 @@ def test_astra_sim_microbenchmark_files(shared_traces: Path) -> None:
 
 
 def test_zero_length_messages_do_not_end_the_file(tmp_path: Path) -> None:
-    """Reference defect §10.28: an empty message was taken as end of file."""
+    """Reference defect §10.28: an empty message was taken as end of file. An empty
+    GlobalMetadata reads; an empty node (a node has an id or a name) is an error naming its
+    offset, not a silent end, nor one of the endless empty nodes of a file of zeros."""
     path = tmp_path / "empty_messages.et"
     path.write_bytes(framed(GlobalMetadata(), Node(id=0), Node(id=0), Node(id=7, name="after")))
     assert path.read_bytes()[:3] == b"\x00\x00\x00"  # three empty messages, as written
+    with pytest.raises(EtFormatError, match=r"node #1 is an empty message .* at byte offset 1"):
+        read_et(path)
+    path.write_bytes(framed(GlobalMetadata(), Node(id=7, name="after")))
     metadata, nodes = read_et(path)
     assert metadata == GlobalMetadata()
-    assert [(n.id, n.name) for n in nodes] == [(0, ""), (0, ""), (7, "after")]
+    assert [(n.id, n.name) for n in nodes] == [(7, "after")]
 
 
 def test_gzip_is_recognised_by_content_whatever_the_name(tmp_path: Path) -> None:

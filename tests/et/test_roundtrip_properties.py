@@ -49,11 +49,11 @@ def attributes(draw: st.DrawFn) -> Any:
 
 @st.composite
 def nodes(draw: st.DrawFn) -> Any:
-    if draw(st.integers(0, 9)) == 0:
-        return Node()  # serialises to zero bytes
+    if draw(st.integers(0, 9)) == 0:  # an empty node (zero bytes) is refused on reading
+        return Node(id=0, name="a")  # the smallest a node can be: an id of 0, but a name
     node = Node(
         id=draw(U64),
-        name=draw(st.text(max_size=30)),
+        name=draw(st.text(min_size=1, max_size=30)),
         type=draw(st.sampled_from(list(NodeType))),
         ctrl_deps=draw(st.lists(U64, max_size=3)),
         data_deps=draw(st.lists(U64, max_size=5)),

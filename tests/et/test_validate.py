@@ -289,7 +289,9 @@ def test_report_counts_and_kinds() -> None:
 @st.composite
 def dags(draw: st.DrawFn) -> list[Any]:
     """Random DAGs: distinct random ids, data deps only from lower to higher index."""
-    ids = draw(st.lists(st.integers(0, 2**64 - 2), min_size=1, max_size=25, unique=True))
+    ids = draw(
+        st.lists(st.integers(0, 2**63 - 2), min_size=1, max_size=25, unique=True)
+    )  # ids < 2^63, one left
     nodes = []
     for index, node_id in enumerate(ids):
         parents = draw(st.lists(st.integers(0, index - 1), max_size=4)) if index else []

@@ -13,10 +13,6 @@ from typing import Optional
 
 _DEEP = ("JSON nested ~1,000+ deep: msgspec/json raise RecursionError; catch it where the "
          "document is decoded and raise TraceFormatError naming the file")  # fmt: skip
-_SIM_READ = ("chakra/simulate/model.py:_read_nodes (and astra_graph.py) take attribute values "
-             "and ids as they come: int() of a string or list, str / float, ids >= 2^63 into "
-             "int64 arrays; check kinds and ranges, raise SimulationError naming the "
-             "file")  # fmt: skip
 
 KNOWN: dict[str, str] = {
     # --- deep nesting (chakra/ingest, chakra/convert, chakra/tools/timeline.py)
@@ -29,11 +25,6 @@ KNOWN: dict[str, str] = {
     "with an attribute of another kind: AttributeKindError names the node, not the file "
     "(et/summary.py)",
     # --- chakra_sim (chakra/simulate)
-    "sim:traceback:OverflowError@chakra/simulate/*": _SIM_READ,
-    "sim:traceback:TypeError@chakra/simulate/*": _SIM_READ,
-    "sim:traceback:ValueError@chakra/simulate/*": _SIM_READ,
-    "sim:unnamed-file:rank-N:-N-nodes-never-ran*": "chakra_validate accepts graphs chakra_sim "
-    "cannot run (negative duration_ns...), and the error names the rank, not the file",
     "sim:validate-accepts-sim-rejects:*": "chakra_validate (et/validate.py) accepts what "
     "chakra_sim refuses: one of them is wrong",
     "sim:unnamed-file:*": "chakra_sim's SimulationError names 'rank N', not the file",

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable
 from typing import Any, Optional
 
+from chakra.et.attributes import INTEGER_KINDS
 from chakra.et.schema import NodeType
 from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph, SimulationError
 
@@ -14,13 +16,22 @@ COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RE
 
 
 def _attrs(node: Any) -> dict[str, Any]:
-    """The attributes the simulator reads, in one pass over the node's list."""
+    """The attributes the simulator reads, in one pass over the node's list. Raises
+    SimulationError for a tid, stream, device or duration_ns holding no integer."""
     values = {}
     for attr in node.attr:
         if attr.name in _READ:
             kind = attr.WhichOneof("value")
+            if attr.name in _INTEGER and kind is not None and kind not in INTEGER_KINDS:
+                raise SimulationError(
+                    f"node {node.id} ({node.name}): attribute {attr.name} holds {kind}, "
+                    "not an integer"
+                )
             values[attr.name] = getattr(attr, kind) if kind is not None else None
     return values
+
+
+_INTEGER = frozenset({"tid", "stream", "device", "duration_ns"})
 
 
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
@@ -36,6 +47,17 @@ def _resource_key(values: dict[str, Any], serialize_gpu: bool) -> Optional[tuple
         return ("stream", device, "all")
     stream = values.get("stream")
     return ("stream", device, int(stream) if stream is not None else 0)
+
+
+def _comm_key(node_type: int, values: dict[str, Any], group_count: dict[str, int]) -> CommKey:
+    pg = str(values.get("pg_name") or "")
+    comm_type = values.get("comm_type")
+    is_coll = node_type == NodeType.COMM_COLL_NODE
+    key = CommKey(pg, group_count.get(pg, 0),
+                  int(comm_type) if is_coll and comm_type is not None else -1,
+                  int(values.get("comm_size") or 0))  # fmt: skip
+    group_count[pg] = group_count.get(pg, 0) + 1
+    return key
 
 
 def _csr(rows: list[list[int]]) -> tuple[array, array]:
@@ -65,6 +87,9 @@ def reference_build_graph(
         if node.id in index_of:
             raise SimulationError(f"rank {rank}: node id {node.id} appears twice")
         index_of[node.id] = position
+        if node.id >= 1 << 63:
+            raise SimulationError(f"node {node.id} ({node.name}): its id is 2^63 or more (the "
+                                  "simulator keeps ids as int64)")  # fmt: skip
         ids.append(node.id)
         names.append(node.name)
         durations.append(float(node.duration_micros))
@@ -84,13 +109,11 @@ def reference_build_graph(
         if type(op_id) is int:
             segment_of[position] = op_id
         if node.type in COMM_TYPES:
-            pg = str(values.get("pg_name") or "")
-            comm_type = values.get("comm_type")
-            is_coll = node.type == NodeType.COMM_COLL_NODE
-            comm[position] = CommKey(pg, group_count.get(pg, 0),
-                                     int(comm_type) if is_coll and comm_type is not None else -1,
-                                     int(values.get("comm_size") or 0))  # fmt: skip
-            group_count[pg] = group_count.get(pg, 0) + 1
+            try:
+                comm[position] = _comm_key(node.type, values, group_count)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise SimulationError(f"node {node.id} ({node.name}): an attribute holds a "
+                                      f"value of the wrong kind ({exc})") from None  # fmt: skip
     resources = [None] * len(resource_index)
     for key, index in resource_index.items():
         resources[index] = key
@@ -108,6 +131,12 @@ def reference_build_graph(
             row.append(source)
             succ_rows[source].append(position)
         pred_rows.append(row)
+    for position, duration in enumerate(durations):
+        if not (math.isfinite(duration) and 0 <= duration < float(1 << 63) / 1000.0):
+            raise SimulationError(
+                f"node {ids[position]} ({names[position]}): duration {duration} µs is "
+                "negative, not finite or 2^63 ns or more"
+            )
     preds, pred_start = _csr(pred_rows)
     succs, succ_start = _csr(succ_rows)
     return SimGraph(rank, ids, names, durations, resource, resources, preds, pred_start,

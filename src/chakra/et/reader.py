@@ -65,6 +65,14 @@ class EtReader:
         from_string = Node.FromString
         try:
             for offset, body in self._messages:
+                if not body:  # zeros (a gzip of zeros) would read as endless empty nodes
+                    raise EtFormatError(
+                        self.path,
+                        f"node #{self.nodes_read + 1} is an empty message (a node has at least "
+                        "an id or a name)",
+                        offset,
+                        decompressed=self.is_gzip,
+                    )
                 try:
                     node = from_string(body)
                 except (DecodeError, RuntimeError, ValueError) as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from chakra.errors import PathLike
+from chakra.errors import AttributeKindError, EtFormatError, PathLike
 from chakra.et.attributes import get_int_attr
 from chakra.et.reader import EtReader
 from chakra.et.schema import CollectiveCommType, NodeType
@@ -25,7 +25,10 @@ def summarize_et(path: PathLike) -> dict[str, Any]:
             ] += 1
             data_deps += len(node.data_deps)
             ctrl_deps += len(node.ctrl_deps)
-            comm_type = get_int_attr(node, "comm_type")
+            try:
+                comm_type = get_int_attr(node, "comm_type")
+            except AttributeKindError as exc:
+                raise EtFormatError(path, f"node {node.id} ({node.name}): {exc}") from None
             if comm_type is not None and node.type == NodeType.COMM_COLL_NODE:
                 known = comm_type in CollectiveCommType._value2member_map_
                 collectives[CollectiveCommType(comm_type).name if known else str(comm_type)] += 1

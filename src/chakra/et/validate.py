@@ -25,7 +25,7 @@ import msgspec
 
 from chakra.errors import PathLike
 from chakra.et.astra_sim import astra_sim_faults
-from chakra.et.attributes import ATTRIBUTE_KINDS, attr_value
+from chakra.et.attributes import ATTRIBUTE_KINDS, INTEGER_KINDS, attr_value
 from chakra.et.reader import EtReader
 from chakra.et.schema import CollectiveCommType, NodeType
 
@@ -45,6 +45,7 @@ PROBLEM_KINDS = (
     "invalid_pg_name",
     "astra_sim_unsupported",
     "unknown_group",
+    "out_of_range",
 )
 
 #: Attributes the feeder reads, with the one oneof member it reads each from; checked
@@ -76,6 +77,10 @@ _COMM_NODE_TYPES = frozenset(
     (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE, NodeType.COMM_COLL_NODE)
 )
 _CYCLE_IDS_SHOWN = 10
+#: ids and times must be below 2^63: chakra_sim keeps them in int64 arrays
+_LIMIT = 1 << 63
+#: attributes chakra_sim reads as integers, of any integer kind (not a list, string, bool)
+_SIM_INT_ATTRS = ("tid", "device", "duration_ns")
 
 
 class Problem(msgspec.Struct, frozen=True, gc=False):
@@ -163,6 +168,29 @@ def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
+def _range_problems(node: Any) -> list[Problem]:
+    """What chakra_sim (int64 arrays) would refuse: an id or a duration of 2^63 (ns) or
+    more, a negative duration_ns, and a tid, device or duration_ns not an integer."""
+    problems = []
+    label = _label(node.id, node.name)
+    if node.id >= _LIMIT:
+        message = f"{label} has an id of 2^63 or more (chakra_sim keeps ids as int64)"
+        problems.append(Problem("out_of_range", node.id, message))
+    if node.duration_micros * 1000 >= _LIMIT:
+        message = f"{label} has a duration_micros of 2^63 ns or more"
+        problems.append(Problem("out_of_range", node.id, message))
+    last = {attr.name: attr for attr in node.attr if attr.name in _SIM_INT_ATTRS}
+    for name, attr in last.items():  # the last one counts, as for the readers
+        kind = attr.WhichOneof("value")
+        if kind is not None and kind not in INTEGER_KINDS:
+            message = f"{label} holds {name} as {kind}, not an integer"
+            problems.append(Problem("wrong_attr_kind", node.id, message))
+        elif name == "duration_ns" and not 0 <= attr_value(attr) < _LIMIT:
+            message = f"{label} has duration_ns {attr_value(attr)}: negative, or 2^63 or more"
+            problems.append(Problem("out_of_range", node.id, message))
+    return problems
+
+
 def _node_problems(node: Any, options: ValidationOptions) -> list[Problem]:
     """Problems visible from one node alone: its type, attributes, stream and self dep."""
     present: dict[str, Any] = {}
@@ -170,6 +198,7 @@ def _node_problems(node: Any, options: ValidationOptions) -> list[Problem]:
         if attr.name in FEEDER_ATTR_KINDS and attr.name not in present:
             present[attr.name] = attr
     problems = _attr_problems(node, present)
+    problems.extend(_range_problems(node))
     if node.type not in _VALID_TYPES:
         message = f"{_label(node.id, node.name)} has type {node.type}, not a valid NodeType"
         problems.append(Problem("invalid_type", node.id, message))

@@ -142,9 +142,11 @@ def simulate_agreed(paths: Sequence[PathLike], serialize_gpu: bool = False) -> E
             continue
         with EtReader(path) as reader:
             try:
-                graphs.append(build_graph(patched(reader, fills), rank, serialize_gpu))
+                graph = build_graph(patched(reader, fills), rank, serialize_gpu)
             except SimulationError as exc:
                 raise SimulationError(f"{path}: {exc}") from exc
+            graph.source = str(path)
+            graphs.append(graph)
     engine = Engine(graphs)
     engine.run()
     return engine

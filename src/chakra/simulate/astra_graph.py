@@ -33,6 +33,8 @@ from chakra.simulate.model import (
     SimGraph,
     SimulationError,
     assemble_graph,
+    check_durations,
+    node_error,
     repeated_id_error,
 )
 
@@ -66,6 +68,7 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
     comm: dict[int, CommKey] = {}
     counts: Counter = Counter()
     replayed: Counter = Counter()
+    node: Any = None
     try:
         for position, node in enumerate(nodes):
             ids.append(node.id)
@@ -90,11 +93,14 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
                     comm[position] = key
             elif kind in (_SEND, _RECV):
                 comm[position] = _p2p_key(node, rank, values, counts)
-    except Exception:
+    except Exception as exc:
         repeated = repeated_id_error(rank, ids)
         if repeated is not None:
             raise repeated from None
+        if isinstance(exc, OverflowError):  # an id of 2^63 or more
+            raise node_error(node, exc) from None
         raise
+    check_durations(durations, ids, names)
     for comm_type, count in sorted(replayed.items(), key=lambda kv: str(kv[0])):
         if comm_type == CollectiveCommType.BROADCAST:  # as ASTRA-sim does
             logger.debug("rank %d: %d BROADCAST node(s) replay their duration", rank, count)

@@ -119,16 +119,18 @@ class EventSimulation:
                     f"rank {rank} node {self.graphs[self._rank_index[rank]].ids[n]}"
                     for rank, (_, n) in sorted(meeting.arrivals.items())
                 )
+                files = [self.graphs[self._rank_index[rank]].source for rank in missing]
+                named = f" ({', '.join(files)})" if all(files) else ""
                 raise SimulationError(
                     f"deadlock: communication #{key.index} of group {key.pg_name!r} was reached "
-                    f"by {arrived} but never by rank(s) {missing}"
+                    f"by {arrived} but never by rank(s) {missing}{named}"
                 )
         for r, graph in enumerate(self.graphs):
             stuck = [i for i, end in enumerate(self.end[r]) if end < 0]
             if stuck:
                 shown = ", ".join(f"{graph.ids[i]} ({graph.names[i]})" for i in stuck[:5])
                 raise SimulationError(
-                    f"rank {graph.rank}: {len(stuck)} nodes never ran (a cycle, or waiting on "
+                    f"{graph.where()}: {len(stuck)} nodes never ran (a cycle, or waiting on "
                     f"a communication that never completed), e.g. {shown}"
                 )
 

@@ -15,8 +15,10 @@ from collections.abc import Iterable
 from typing import Any, Optional
 
 import msgspec
+import numpy as np
 
 from chakra.errors import ChakraError
+from chakra.et.attributes import INTEGER_KINDS
 from chakra.et.schema import NodeType
 from chakra.simulate.csr import (
     dependency_positions,
@@ -29,6 +31,7 @@ from chakra.simulate.csr import (
 COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 NO_RESOURCE = -1
 _MAX_ID = (1 << 63) - 1  # ids are kept as int64
+_MAX_US = float(1 << 63) / 1000.0  # durations in ns are kept as int64
 
 
 class SimulationError(ChakraError):
@@ -70,6 +73,13 @@ class SimGraph(msgspec.Struct):
     #: time (``segment_of``); None for graphs built without them
     parent_id: Optional[array] = None
     segment_of: Optional[dict[int, int]] = None
+    #: the file the graph was read from ("" when built from nodes in memory): the
+    #: engine's errors name it
+    source: str = ""
+
+    def where(self) -> str:
+        """How an error names this graph: its file and rank, or its rank alone."""
+        return f"{self.source}: rank {self.rank}" if self.source else f"rank {self.rank}"
 
     def recorded(self, node: int) -> tuple[float, float, float]:
         """What a meeting needs of a communication node: its duration, its measured start
@@ -118,6 +128,7 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
             gc.enable()
     graph = assemble_graph(rank, ids, names, durations, measured, resource, resource_index,
                            deps, dep_start, comm)  # fmt: skip
+    check_durations(durations, ids, names)
     graph.parent_id, graph.segment_of = parent_id, segment_of
     return graph
 
@@ -160,6 +171,42 @@ def _value(attr: Any) -> Any:
     return getattr(attr, kind) if kind is not None else None
 
 
+def _int_value(attr: Any) -> Optional[int]:
+    """An integer attribute whose nonzero member is not ``int64_val``: its value, whichever
+    integer kind holds it (None when unset). Raises SimulationError for another kind."""
+    kind = attr.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind not in INTEGER_KINDS:
+        raise SimulationError(f"attribute {attr.name} holds {kind}, not an integer")
+    return getattr(attr, kind)
+
+
+def node_error(node: Any, exc: Exception) -> SimulationError:
+    """What a node the reading pass could not take gets reported as."""
+    if node.id > _MAX_ID:
+        problem = "its id is 2^63 or more (the simulator keeps ids as int64)"
+    elif isinstance(exc, SimulationError):
+        problem = str(exc)
+    else:  # int() of a communication attribute of another kind
+        problem = f"an attribute holds a value of the wrong kind ({exc})"
+    return SimulationError(f"node {node.id} ({node.name}): {problem}")
+
+
+def check_durations(durations: array, ids: array, names: list[str]) -> None:
+    """Raises SimulationError for the first negative or non-finite duration (µs)."""
+    if not durations:
+        return
+    values = np.frombuffer(durations, dtype=np.float64)
+    bad = ~np.isfinite(values) | (values < 0) | (values >= _MAX_US)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise SimulationError(
+            f"node {ids[i]} ({names[i]}): duration {float(values[i])} µs is negative, not "
+            "finite or 2^63 ns or more"
+        )
+
+
 def _repeated(rank: int, ids: array, position: int) -> SimulationError:
     return SimulationError(f"rank {rank}: node id {ids[position]} appears twice")
 
@@ -175,71 +222,74 @@ def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: li
     deps_fromlist, dep_start_append = deps.fromlist, dep_start.append
     read, comm_types, coll = _READ, _COMM_TYPE_VALUES, int(NodeType.COMM_COLL_NODE)
     parent_append = parent_id.append
-    for position, node in enumerate(nodes):
-        ids_append(node.id)
-        names_append(node.name)
-        start = node.start_time_micros
-        measured_append(float(start) if start else -1.0)
-        is_cpu_op, on_host = True, False
-        tid = stream = device = duration_ns = None
-        values = None
-        for attr in node.attr[:]:  # a list made in C: faster to walk than the container
-            name = attr.name
-            if name in read:  # a nonzero member is the one set: the common case, read directly
-                if name == "is_cpu_op":
-                    is_cpu_op = attr.bool_val or _value(attr)
-                elif name == "runs_on_host":
-                    on_host = attr.bool_val or _value(attr)
-                elif name == "tid":
-                    tid = attr.int64_val or _value(attr)
-                elif name == "duration_ns":
-                    duration_ns = attr.int64_val or _value(attr)
-                elif name == "stream":
-                    stream = attr.int64_val or _value(attr)
-                elif name == "device":
-                    device = attr.int64_val or _value(attr)
-                elif name == "segment_of":
-                    op_id = _value(attr)
-                    if op_id.__class__ is int:  # not a bool, nor any other kind
-                        segment_of[position] = op_id
-                    else:  # the last one counts, as for every attribute
-                        segment_of.pop(position, None)
-                else:  # the communication attributes
-                    if values is None:
-                        values = {}
-                    values[name] = _value(attr)
-        if duration_ns is not None:  # exact duration of a fractional-µs op
-            durations_append(duration_ns / 1000.0)
-        else:
-            durations_append(float(node.duration_micros))
-        if is_cpu_op or on_host:
-            key = ("thread", int(tid)) if tid is not None else None
-        else:
-            device = int(device or 0)
-            if serialize_gpu:  # the reference before stream ids: one slot per device
-                key = ("stream", device, "all")
+    node: Any = None
+    try:
+        for position, node in enumerate(nodes):
+            ids_append(node.id)
+            names_append(node.name)
+            start = node.start_time_micros
+            measured_append(float(start) if start else -1.0)
+            is_cpu_op, on_host = True, False
+            tid = stream = device = duration_ns = None
+            values = None
+            for attr in node.attr[:]:  # a list made in C: faster to walk than the container
+                name = attr.name
+                if name in read:  # a nonzero member is the one set: the common case, read directly
+                    if name == "is_cpu_op":
+                        is_cpu_op = attr.bool_val or _value(attr)
+                    elif name == "runs_on_host":
+                        on_host = attr.bool_val or _value(attr)
+                    elif name == "tid":
+                        tid = attr.int64_val or _int_value(attr)
+                    elif name == "duration_ns":
+                        duration_ns = attr.int64_val or _int_value(attr)
+                    elif name == "stream":
+                        stream = attr.int64_val or _int_value(attr)
+                    elif name == "device":
+                        device = attr.int64_val or _int_value(attr)
+                    elif name == "segment_of":
+                        op_id = _value(attr)
+                        if op_id.__class__ is int:  # not a bool, nor any other kind
+                            segment_of[position] = op_id
+                        else:  # the last one counts, as for every attribute
+                            segment_of.pop(position, None)
+                    else:  # the communication attributes
+                        if values is None:
+                            values = {}
+                        values[name] = _value(attr)
+            if duration_ns is not None:  # exact duration of a fractional-µs op
+                durations_append(duration_ns / 1000.0)
             else:
-                key = ("stream", device, int(stream) if stream is not None else 0)
-        if key is None:
-            resource_append(NO_RESOURCE)
-        else:
-            slot = resource_index.get(key)
-            if slot is None:
-                slot = resource_index[key] = len(resource_index)
-            resource_append(slot)
-        ctrl = node.ctrl_deps
-        parent_append(ctrl[0] if ctrl and ctrl[0] <= _MAX_ID else -1)
-        deps_fromlist(node.data_deps[:])  # as for attr: faster than extend(container)
-        dep_start_append(len(deps))
-        node_type = node.type
-        if node_type in comm_types:
-            if values is None:
-                values = {}
-            pg = str(values.get("pg_name") or "")
-            comm_type = values.get("comm_type")
-            count = group_count.get(pg, 0)
-            comm[position] = CommKey(pg, count,
-                                     int(comm_type) if node_type == coll and comm_type is not None
-                                     else -1,
-                                     int(values.get("comm_size") or 0))  # fmt: skip
-            group_count[pg] = count + 1
+                durations_append(float(node.duration_micros))
+            if is_cpu_op or on_host:
+                key = ("thread", int(tid)) if tid is not None else None
+            else:
+                device = int(device or 0)
+                if serialize_gpu:  # the reference before stream ids: one slot per device
+                    key = ("stream", device, "all")
+                else:
+                    key = ("stream", device, int(stream) if stream is not None else 0)
+            if key is None:
+                resource_append(NO_RESOURCE)
+            else:
+                slot = resource_index.get(key)
+                if slot is None:
+                    slot = resource_index[key] = len(resource_index)
+                resource_append(slot)
+            ctrl = node.ctrl_deps
+            parent_append(ctrl[0] if ctrl and ctrl[0] <= _MAX_ID else -1)
+            deps_fromlist(node.data_deps[:])  # as for attr: faster than extend(container)
+            dep_start_append(len(deps))
+            node_type = node.type
+            if node_type in comm_types:
+                if values is None:
+                    values = {}
+                pg = str(values.get("pg_name") or "")
+                comm_type = values.get("comm_type")
+                count = group_count.get(pg, 0)
+                is_coll = node_type == coll and comm_type is not None
+                comm[position] = CommKey(pg, count, int(comm_type) if is_coll else -1,
+                                         int(values.get("comm_size") or 0))  # fmt: skip
+                group_count[pg] = count + 1
+    except (SimulationError, OverflowError, TypeError, ValueError) as exc:  # a node's fault
+        raise node_error(node, exc) from None

@@ -30,6 +30,12 @@ def load_astra_graph(path: PathLike, rank: int) -> SimGraph:
 
 
 def _load_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
+    graph = _read_graph(path, rank, build)
+    graph.source = str(path)
+    return graph
+
+
+def _read_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
     try:
         if sniff_kind(path) is TraceKind.CHAKRA_ET:
             with EtReader(path, f"loading rank {rank} from {path}") as reader:
