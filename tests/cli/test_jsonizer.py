@@ -29,7 +29,7 @@ def test_writes_one_json_document(tmp_path: Path) -> None:
 
 def test_jsonl_and_reference_prefix_abbreviations(tmp_path: Path) -> None:
     source, out = tmp_path / "t.et", tmp_path / "t.jsonl"
-    write_et(source, GlobalMetadata(), [Node(id=1), Node(id=2)])
+    write_et(source, GlobalMetadata(), [Node(id=1, name="a"), Node(id=2, name="b")])
     result = jsonizer("--input", str(source), "--output", str(out), "--jsonl")
     assert result.returncode == 0, result.stderr
     assert len(out.read_text().splitlines()) == 3

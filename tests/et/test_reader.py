@@ -63,9 +63,24 @@ def test_zero_length_messages_do_not_end_the_file(tmp_path: Path) -> None:
     assert [(n.id, n.name) for n in nodes] == [(7, "after")]
 
 
+@pytest.mark.parametrize("body", [b"\x08\x05", b" " * 32], ids=["id-only", "spaces"])
+def test_a_node_without_name_and_type_is_refused(tmp_path: Path, body: bytes) -> None:
+    """A message that decodes as a Node but has neither a name nor a type (INVALID_NODE) is no
+    node: the endless such "nodes" of a gzip of spaces end at the first, not at the budget."""
+    path = tmp_path / "nameless.et"
+    good = framed(GlobalMetadata(), Node(id=1, name="a"))
+    path.write_bytes(good + bytes((len(body),)) + body)
+    with pytest.raises(
+        EtFormatError,
+        match=rf"nameless\.et: node #2 has neither a name nor a "
+        rf"type: not a Chakra ET node at byte offset {len(good)}$",
+    ):
+        read_et(path)
+
+
 def test_gzip_is_recognised_by_content_whatever_the_name(tmp_path: Path) -> None:
     path = tmp_path / "looks_plain.et"
-    path.write_bytes(gzip.compress(framed(GlobalMetadata(version="v"), Node(id=5))))
+    path.write_bytes(gzip.compress(framed(GlobalMetadata(version="v"), Node(id=5, name="a"))))
     with EtReader(path) as reader:
         assert reader.is_gzip
         assert reader.metadata.version == "v"
@@ -74,7 +89,9 @@ def test_gzip_is_recognised_by_content_whatever_the_name(tmp_path: Path) -> None
 
 def test_reader_streams_one_node_at_a_time(tmp_path: Path) -> None:
     path = tmp_path / "many.et"
-    path.write_bytes(framed(GlobalMetadata(), *[Node(id=i) for i in range(1, 1001)]))
+    path.write_bytes(
+        framed(GlobalMetadata(), *[Node(id=i, type=NodeType.COMP_NODE) for i in range(1, 1001)])
+    )
     reader = EtReader(path)
     iterator = iter(reader)
     assert next(iterator).id == 1
@@ -97,7 +114,7 @@ def test_missing_file_is_a_file_access_error(tmp_path: Path) -> None:
 
 def test_undecodable_node_is_reported_with_its_position(tmp_path: Path) -> None:
     path = tmp_path / "bad_node.et"
-    good = framed(GlobalMetadata(), Node(id=1))
+    good = framed(GlobalMetadata(), Node(id=1, name="a"))
     path.write_bytes(good + b"\x02\x0f\x01")  # field 1 with wire type 7: invalid
     with pytest.raises(EtFormatError, match=rf"cannot decode node #2 .* offset {len(good)}$"):
         read_et(path)

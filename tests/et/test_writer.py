@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra.errors import FileAccessError
+from chakra.errors import EtFormatError, FileAccessError
 from chakra.et import EtWriter, GlobalMetadata, Node, read_et, write_et
 
 
@@ -26,9 +26,29 @@ def test_rewriting_the_feeder_trace_reproduces_it_byte_for_byte(
 
 def test_layout_is_metadata_then_size_prefixed_nodes(tmp_path: Path) -> None:
     out = tmp_path / "t.et"
-    write_et(out, GlobalMetadata(version="x"), [Node(id=1), Node()])
-    # GlobalMetadata: field 1 string "x" = 0a 01 78 (3 bytes); Node(id=1) = 08 01; Node() empty
-    assert out.read_bytes() == b"\x03\x0a\x01\x78" + b"\x02\x08\x01" + b"\x00"
+    write_et(out, GlobalMetadata(version="x"), [Node(id=1, name="a"), Node(name="b")])
+    # GlobalMetadata: field 1 string "x" = 0a 01 78 (3 bytes); Node(id=1, name="a") =
+    # 08 01 12 01 61 (5 bytes); Node(name="b") = 12 01 62 (3 bytes)
+    assert out.read_bytes() == (b"\x03\x0a\x01\x78" + b"\x05\x08\x01\x12\x01\x61"
+                                + b"\x03\x12\x01\x62")  # fmt: skip
+
+
+@pytest.mark.parametrize("node", [Node(id=3), Node(), b""], ids=["id-only", "empty", "no-bytes"])
+def test_a_node_the_reader_would_refuse_is_not_written(tmp_path: Path, node: object) -> None:
+    """Node 0-type and nameless (or empty bytes): EtReader refuses it, so EtWriter does too,
+    and the file is not created."""
+    out = tmp_path / "refused.et"
+    with (
+        pytest.raises(
+            EtFormatError,
+            match=r"refused\.et: cannot write node #2: it has neither"
+            r" a name nor a type",
+        ),
+        EtWriter(out, GlobalMetadata()) as writer,
+    ):
+        writer.write(Node(id=1, name="fine"))
+        writer.write(node)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_gz_name_writes_reproducible_gzip(tmp_path: Path) -> None:
@@ -45,7 +65,7 @@ def test_failure_inside_the_block_leaves_no_file_and_keeps_an_old_one(tmp_path: 
     out = tmp_path / "keep.et"
     out.write_bytes(b"old")
     with pytest.raises(RuntimeError), EtWriter(out, GlobalMetadata()) as writer:
-        writer.write(Node(id=1))
+        writer.write(Node(id=1, name="n"))
         raise RuntimeError("boom")
     assert out.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.et"]
@@ -54,7 +74,7 @@ def test_failure_inside_the_block_leaves_no_file_and_keeps_an_old_one(tmp_path: 
 def test_file_appears_only_on_close(tmp_path: Path) -> None:
     out = tmp_path / "late.et"
     writer = EtWriter(out, GlobalMetadata())
-    writer.write(Node(id=1))
+    writer.write(Node(id=1, name="n"))
     assert not out.exists()
     writer.close()
     assert [n.id for n in read_et(out)[1]] == [1]
@@ -62,7 +82,7 @@ def test_file_appears_only_on_close(tmp_path: Path) -> None:
 
 def test_abort_discards(tmp_path: Path) -> None:
     writer = EtWriter(tmp_path / "gone.et", GlobalMetadata())
-    writer.write(Node(id=1))
+    writer.write(Node(id=1, name="n"))
     writer.abort()
     assert list(tmp_path.iterdir()) == []
 

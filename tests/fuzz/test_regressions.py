@@ -26,9 +26,10 @@ from tests.fuzz.checks import (
     out_dir,
     sim,
     timeline_of,
+    validate,
 )
 from tests.fuzz.harness import Case, Verdict, run_tool
-from tests.fuzz.targets import TEXT_WORKLOADS
+from tests.fuzz.targets import FIXTURES, TEXT_WORKLOADS
 
 # --- JSON nested 100k deep inside an otherwise valid document ------------------------------
 
@@ -79,37 +80,68 @@ def test_json_nested_100k_deep(base: dict[str, Path], tmp_path: Path, tool: str)
 
 @pytest.fixture(scope="module")
 def bombs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """2 GiB once inflated, 2 MB on disk: spaces alone, and spaces inside the opening and
+    closing of a host ET, a Kineto trace and a Chrome trace (so a reader gets past its
+    first bytes and must hold the budget while reading)."""
     folder = tmp_path_factory.mktemp("bombs")
-    spaces, host, kineto = (
-        folder / n for n in ("spaces.json.gz", "host.json.gz", "kineto.json.gz")
-    )
-    handmade.gzip_bomb(spaces)
-    handmade.gzip_bomb(host, prefix=b'{"schema":"1.1.1-chakra.0.0.4","pid":1,"nodes":[',
-                       suffix=b"]}")  # fmt: skip
-    handmade.gzip_bomb(kineto, prefix=b'{"schemaVersion":1,"traceEvents":[', suffix=b"]}")
-    return {"spaces": spaces, "host": host, "kineto": kineto}
+    wrappers = {
+        "spaces": (b"", b""),
+        "host": (b'{"schema":"1.1.1-chakra.0.0.4","pid":1,"nodes":[', b"]}"),
+        "kineto": (b'{"schemaVersion":1,"traceEvents":[', b"]}"),
+        "chrome": (b'{"traceEvents":[', b"]}"),
+    }
+    paths = {}
+    for name, (prefix, suffix) in wrappers.items():
+        paths[name] = folder / f"{name}.json.gz"
+        handmade.gzip_bomb(paths[name], prefix=prefix, suffix=suffix)
+    return paths
+
+
+def _bomb_case(base: dict[str, Path], bombs: dict[str, Path], out: Path, which: str) -> Case:
+    tool, bomb = which.split("-", 1)
+    path = bombs[bomb]
+    if tool == "trace_link":
+        return (
+            host_link(path, base["kineto"], out)
+            if bomb == "host"
+            else host_link(base["host"], path, out)
+        )
+    if tool == "converter":
+        return convert(path, out, "--rank", "0")
+    if tool == "sim":
+        return sim(out, path)
+    if tool == "timeline_visualizer":
+        return timeline_of(path, out)
+    if tool == "pipeline":
+        host, device = (path, base["kineto"]) if bomb == "host" else (base["host"], path)
+        return Case("pipeline", ("--host-trace", str(host), "--device-trace", str(device),
+                                 "--output-dir", str(out / "run"), "--no-plot"),
+                    (host, device), (), out)  # fmt: skip
+    if tool in ("jsonizer", "visualizer"):
+        target = out / ("jsonized.json" if tool == "jsonizer" else "graph.dot")
+        return Case(tool, ("--input_filename", str(path), "--output_filename", str(target)),
+                    (path,), (target,), out)  # fmt: skip
+    if tool == "validate":
+        return validate(out, path)
+    assert tool == "trace_info", which
+    return Case("trace_info", (str(path),), (path,), (), out)
 
 
 @pytest.mark.parametrize(
     "which",
     [
-        case("trace_info-spaces", fixed=True),
-        case("converter-host", fixed=True),
-        case("trace_link-kineto", fixed=True),
+        "trace_info-spaces", "trace_info-host", "trace_link-host", "trace_link-kineto",
+        "converter-host", "converter-spaces", "sim-host", "sim-spaces", "validate-spaces",
+        "jsonizer-spaces", "visualizer-spaces", "timeline_visualizer-chrome",
+        "pipeline-host", "pipeline-kineto",
     ],
 )  # fmt: skip
 def test_gzip_bomb(
     base: dict[str, Path], bombs: dict[str, Path], tmp_path: Path, which: str
 ) -> None:
-    out = out_dir(tmp_path)
-    if which == "trace_info-spaces":
-        bomb = bombs["spaces"]
-        run = Case("trace_info", (str(bomb),), (bomb,), (), out)
-    elif which == "converter-host":
-        run = convert(bombs["host"], out, "--rank", "0")
-    else:
-        run = host_link(base["host"], bombs["kineto"], out)
-    run = dataclasses.replace(run, timeout_s=12.0)
+    """Every tool that reads a (gzip) file answers a 2 GiB bomb within 10 s and 2 GiB of
+    memory, with one line (the inflation budget) or, if the content stays valid, a result."""
+    run = dataclasses.replace(_bomb_case(base, bombs, out_dir(tmp_path), which), timeout_s=12.0)
     result, _ = check(run, run_tool)  # a subprocess: its own peak RSS
     assert result.wall_s < 10, result.wall_s
     assert result.peak_rss_bytes < 2 * GIB, result.peak_rss_bytes
@@ -375,3 +407,32 @@ def test_process_group_table_values(
     source = handmade.write_json(tmp_path / "host.json", document)
     out = out_dir(tmp_path)
     check(sim(out, source) if tool == "sim" else convert(source, out, "--rank", "0"))
+
+
+# --- found by the long campaign: a send/recv whose peer no rank tells --------------------
+
+
+def test_pipeline_of_one_rank_whose_send_has_no_known_peer(base: dict[str, Path],
+                                                           tmp_path: Path) -> None:  # fmt: skip
+    """gloo rank 0 alone, its process_group:init table without ``pg_name``: no group names
+    the send's peer, and no other rank is given. chakra_pipeline used to write a ``.et``
+    with a send lacking ``comm_dst`` (which chakra_validate rejects) and exit 0; now one
+    line names the file and node, status 1, and the fresh output folder is gone."""
+
+    def edit(nodes: list[dict]) -> None:
+        node = _node_named(nodes, "## process_group:init ##")
+        table = json.loads(node["inputs"]["values"][0])
+        for group in table:
+            del group["pg_name"]
+        node["inputs"]["values"][0] = json.dumps(table)
+
+    host = _host_with(base, tmp_path, edit, "gloo_host")
+    device = FIXTURES / "gloo_2rank" / "rank0.kineto.json.gz"
+    out = out_dir(tmp_path)
+    run = Case("pipeline", ("--host-trace", str(host), "--device-trace", str(device),
+                            "--output-dir", str(out / "run"), "--no-plot"),
+               (host, device), (), out)  # fmt: skip
+    result, outcome = check(run)
+    assert outcome.verdict is Verdict.CLEAN_ERROR, result.stderr
+    assert "send/recv in all): the peer rank is unknown" in result.stderr
+    assert not (out / "run").exists()

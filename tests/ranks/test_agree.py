@@ -42,3 +42,20 @@ def test_an_orphan_on_a_stream_of_two_groups_is_not_placed() -> None:
     result = agree([rank0])
     assert result.counts == {"orphans not placed in a group": 1}
     assert result.not_compared == ["0", "1"] and result.compared == []
+
+
+def p2p(node_id: int, pg: str, send: bool, has_ends: bool = False) -> CommRecord:
+    return CommRecord(node_id, f"p{node_id}", "p2p", None, 8, pg, has_ends=has_ends,
+                      is_send=send)  # fmt: skip
+
+
+def test_send_recv_ends_are_filled_from_a_group_of_two_and_the_rest_are_unpaired() -> None:
+    """Group "1" is used by ranks 0 and 1: its send (rank 0) and recv (rank 1) get their
+    ends. Group "7" is used by rank 0 alone: its send keeps no ends and is listed as
+    unpaired; a send that names its ends already is not."""
+    ranks = [[p2p(1, "1", True), p2p(2, "7", True), p2p(3, "7", True, has_ends=True)],
+             [p2p(5, "1", False)]]  # fmt: skip
+    agreement = agree(ranks)
+    assert agreement.fills[0][1].comm_src == 0 and agreement.fills[0][1].comm_dst == 1
+    assert agreement.fills[1][5].comm_src == 0 and agreement.fills[1][5].comm_dst == 1
+    assert agreement.unpaired == {0: [2]}

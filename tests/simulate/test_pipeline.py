@@ -83,7 +83,7 @@ def test_cli_json_timeline_and_bad_input(tmp_path: Path) -> None:
     bad = tmp_path / "bad.et"
     from chakra.et import GlobalMetadata, Node, write_et
 
-    write_et(bad, GlobalMetadata(), [Node(id=1, data_deps=[7])])
+    write_et(bad, GlobalMetadata(), [Node(id=1, name="n1", data_deps=[7])])
     result = sim(str(bad))
     assert result.returncode == 1
     (line,) = result.stderr.splitlines()

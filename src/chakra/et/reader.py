@@ -14,6 +14,11 @@ from chakra.et.schema import GlobalMetadata, Node
 from chakra.fileio import location, open_binary_input
 from chakra.progress import reading
 
+#: Why a node message without a name and a type (NodeType 0, ``INVALID_NODE``) is refused,
+#: by the reader and the writer alike.
+NAMELESS_NODE = "has neither a name nor a type: not a Chakra ET node"
+EMPTY_NODE = "is an empty message (a node has at least a name or a type)"
+
 
 def _decode_error(reader: EtReader, what: str, exc: Exception, offset: int) -> EtFormatError:
     return EtFormatError(
@@ -65,19 +70,16 @@ class EtReader:
         from_string = Node.FromString
         try:
             for offset, body in self._messages:
-                if not body:  # zeros (a gzip of zeros) would read as endless empty nodes
-                    raise EtFormatError(
-                        self.path,
-                        f"node #{self.nodes_read + 1} is an empty message (a node has at least "
-                        "an id or a name)",
-                        offset,
-                        decompressed=self.is_gzip,
-                    )
                 try:
                     node = from_string(body)
                 except (DecodeError, RuntimeError, ValueError) as exc:
                     what = f"node #{self.nodes_read + 1}"
                     raise _decode_error(self, what, exc, offset) from exc
+                if not node.name and not node.type:
+                    # a gzip of zeros or spaces would read as endless such "nodes"
+                    why = EMPTY_NODE if not body else NAMELESS_NODE
+                    raise EtFormatError(self.path, f"node #{self.nodes_read + 1} {why}", offset,
+                                        decompressed=self.is_gzip)  # fmt: skip
                 self.nodes_read += 1
                 yield node
         finally:

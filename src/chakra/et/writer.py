@@ -6,8 +6,9 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Optional
 
-from chakra.errors import FileAccessError, PathLike
+from chakra.errors import EtFormatError, FileAccessError, PathLike
 from chakra.et.framing import encode_varint
+from chakra.et.reader import NAMELESS_NODE
 from chakra.fileio import AtomicFile, AtomicGroup, location
 
 
@@ -40,15 +41,23 @@ class EtWriter:
             raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
     def write(self, node: Any) -> None:
-        """Append one ``Node`` message (or its serialized bytes)."""
+        """Append one ``Node`` message (or its serialized bytes). A node that
+        :class:`~chakra.et.reader.EtReader` would refuse (no name and no type; empty bytes)
+        raises :class:`~chakra.errors.EtFormatError`: what we write, we can read back."""
+        self._check(node)
         self._write_message(node)
         self.nodes_written += 1
 
     def write_all(self, nodes: Iterable[Any]) -> None:
         """Append every node of ``nodes`` in order (messages or their serialized bytes)."""
         for node in nodes:
-            self._write_message(node)
-            self.nodes_written += 1
+            self.write(node)
+
+    def _check(self, node: Any) -> None:
+        nameless = not node if isinstance(node, bytes) else not node.name and not node.type
+        if nameless:
+            raise EtFormatError(self.path, f"cannot write node #{self.nodes_written + 1}: it "
+                                f"{NAMELESS_NODE}")  # fmt: skip
 
     def close(self) -> None:
         """Finish the file and move it into place."""

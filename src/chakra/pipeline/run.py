@@ -73,7 +73,7 @@ from chakra.pipeline.resume import (
     write_rank_report,
 )
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
-from chakra.ranks import agree_files, rewrite_files
+from chakra.ranks import agree_files, require_ends, rewrite_files
 from chakra.simulate.analysis import critical_path
 from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import simulate_files
@@ -277,6 +277,7 @@ def _stages(
     prepared, reused = _prepare(ranks, output_dir, rank_options, execution)
     ets = [location(r["et"]) for r in prepared]
     agreement = agree_files(ets)  # the i-th collective of a group: one operation everywhere
+    require_ends(ets, agreement)
     rewritten = rewrite_files(ets, agreement)
     note_rewritten(output_dir, rewritten, et_prefix)
     groups = None

@@ -84,6 +84,8 @@ class Agreement(msgspec.Struct, frozen=True):
     notes: list[str]
     counts: dict[str, int]
     groups: dict[str, list[int]] = {}  # group -> member ranks
+    #: rank -> ids of its send/recv nodes whose ends (comm_src/comm_dst) are still unknown
+    unpaired: dict[int, list[int]] = {}
 
 
 def agree(ranks: Sequence[Sequence[CommRecord]]) -> Agreement:
@@ -112,8 +114,20 @@ def agree(ranks: Sequence[Sequence[CommRecord]]) -> Agreement:
     unplaced = counts.get("orphans not placed in a group", 0)
     if unplaced:
         notes.append(f"{unplaced} communication nodes in no process group could not be placed")
+    unpaired = _unpaired(ranks, fills)
     return Agreement({r: f for r, f in fills.items() if f}, disagreements, compared,
-                     not_compared, notes, dict(counts), groups)  # fmt: skip
+                     not_compared, notes, dict(counts), groups, unpaired)  # fmt: skip
+
+
+def _unpaired(ranks: Sequence[Sequence[CommRecord]], fills: dict) -> dict[int, list[int]]:
+    """The send/recv nodes of each rank left without ends once ``fills`` are applied."""
+    unpaired = {}
+    for rank, records in enumerate(ranks):
+        left = [r.node_id for r in records if r.kind == P2P and not r.has_ends
+                and fills[rank].get(r.node_id, Fill()).comm_src is None]  # fmt: skip
+        if left:
+            unpaired[rank] = left
+    return unpaired
 
 
 def _members(lined: dict[str, dict[int, list[CommRecord]]]) -> dict[str, list[int]]:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from chakra.errors import PathLike
+from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader, EtWriter, NodeType, get_attr, set_attr
 from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.ranks.agree import P2P, Agreement, CommRecord, Fill, agree
@@ -75,6 +75,17 @@ def agree_files(paths: Sequence[PathLike]) -> Agreement:
     agreement = agree([comm_records(p) for p in paths])
     log(agreement)
     return agreement
+
+
+def require_ends(paths: Sequence[PathLike], agreement: Agreement) -> None:
+    """Raise :class:`~chakra.errors.ChakraError` naming the first file with a send/recv whose
+    peer rank no file tells: ASTRA-sim needs both ends, so no valid ``.et`` can be written."""
+    for rank, node_ids in sorted(agreement.unpaired.items()):
+        raise ChakraError(
+            f"{paths[rank]}: node {node_ids[0]} ({len(node_ids)} send/recv in all): the peer "
+            "rank is unknown (no rank given shares its process group, and the trace's "
+            "process_group:init table does not name the pair), so no valid .et can be written"
+        )
 
 
 def log(agreement: Agreement) -> None:

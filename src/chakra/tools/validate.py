@@ -56,8 +56,8 @@ def check_file(path: PathLike, options: ValidationOptions) -> FileResult:
     try:
         with EtReader(path) as reader:
             report = validate_nodes(recording(reader, comms), options)
-    except ChakraError as exc:
-        return FileResult(str(path), None, str(exc))
+    except ChakraError as exc:  # its message names the file: the result names it once
+        return FileResult(str(path), None, str(exc).removeprefix(f"{path}: "))
     return FileResult(str(path), report, None, tuple(comms))
 
 
