@@ -66,3 +66,89 @@ class ArchiveError(ChakraError):
     """An archive cannot be read (truncated, corrupt, not an archive) or holds a member that
     safe extraction refuses (a link, a special file, a path leaving the target, over a size
     limit); the message names the archive and, where one is at fault, the member."""
+
+
+# --- Files -----------------------------------------------------------------------------------
+class OutputOverwritesInputError(ChakraError):
+    """An output of a tool names one of its inputs (or two outputs name one file)."""
+
+
+# --- Linking ---------------------------------------------------------------------------------
+class CoverageError(ChakraError):
+    """``--strict``: the link covers less than the thresholds the user asked for."""
+
+
+class LinkError(ChakraError):
+    """The two traces cannot be linked (wrong pairing, nothing in common, empty trace)."""
+
+
+# --- Simulation ------------------------------------------------------------------------------
+class SimulationError(ChakraError):
+    """The graph cannot be simulated as given (unknown dependency, cycle, deadlock...)."""
+
+
+class PlotFormatError(ChakraError):
+    """A plot's path names an image format that matplotlib cannot write."""
+
+
+# --- Text workloads --------------------------------------------------------------------------
+class TextWorkloadError(TraceFormatError):
+    """A text workload cannot be parsed; the message names the file and the line."""
+
+    def __init__(self, path: PathLike, line: Optional[int], problem: str) -> None:
+        self.line = line
+        where = f"line {line}: " if line is not None else ""
+        super().__init__(path, f"{where}{problem}")
+
+
+# --- The ET feeder ---------------------------------------------------------------------------
+class FeederError(ChakraError):
+    """The feeder was asked something its state cannot answer (unknown id, bad push-back...)."""
+
+
+class UnknownNodeError(FeederError, KeyError):
+    """A node id is not loaded: not read yet, already removed, or absent from the file.
+
+    ``node_id`` is the id asked for. Also a ``KeyError``, as the id is a missing key.
+    """
+
+    def __init__(self, message: str, node_id: int) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class MissingAttributeError(FeederError):
+    """A node has no "other" attribute of the requested name."""
+
+
+# --- Synthetic traces ------------------------------------------------------------------------
+class SynthError(ChakraError):
+    """The generator could not produce a consistent job (a bug, reported as such)."""
+
+
+class SynthOptionsError(ChakraError):
+    """Synthetic-job options that cannot be honoured (out of range, unknown vintage...)."""
+
+
+# --- Companion tools -------------------------------------------------------------------------
+class ValidationFailedError(ChakraError):
+    """At least one file has problems, or the files disagree across ranks."""
+
+
+class VisualizerError(ChakraError):
+    """The graph cannot be drawn as asked (format, selection, size or missing Graphviz)."""
+
+
+class NameFilterError(ChakraError):
+    """A name filter that is not a regex, or one that could take too long to match."""
+
+
+class GeneratorError(ChakraError):
+    """Generator options out of range."""
+
+
+class TimelineError(ChakraError):
+    """The input log or trace cannot be turned into a timeline."""

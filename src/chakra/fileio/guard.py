@@ -14,15 +14,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional
 
-from chakra.errors import ChakraError, PathLike
+from chakra.errors import OutputOverwritesInputError, PathLike
 from chakra.fileio.location import is_url
 
 #: What names a file: its resolved path (or URL), and (device, inode) when it exists.
 Identity = tuple[str, Optional[tuple[int, int]]]
-
-
-class OutputOverwritesInputError(ChakraError):
-    """An output of a tool names one of its inputs (or two outputs name one file)."""
 
 
 def _identity(path: PathLike) -> Identity:

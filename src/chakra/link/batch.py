@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -24,6 +23,7 @@ from chakra.link.et_plus import write_et_plus
 from chakra.link.linker import link_traces
 from chakra.link.model import LinkOptions, LinkReport
 from chakra.link.report import check_coverage, missing_parts
+from chakra.workers import process_pool
 
 logger = logging.getLogger(__name__)
 _NAMED_RANK = re.compile(r"(?<![a-z])(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
@@ -200,7 +200,7 @@ def link_ranks(
         if workers <= 1:
             outcomes = [_run_one(job) for job in jobs]
         else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with process_pool(workers) as pool:
                 outcomes = list(pool.map(_run_one, jobs))
         for outcome in outcomes:
             group.adopt(outcome[3])

@@ -8,7 +8,7 @@ from typing import Optional
 
 import msgspec
 
-from chakra.errors import ChakraError
+from chakra.errors import LinkError
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent
 from chakra.ingest.host_model import HostTrace
 from chakra.ingest.json_input import gc_paused
@@ -39,10 +39,6 @@ from chakra.link.verify import edge_contradictions
 from chakra.progress import STEPS, Progress, phase
 
 logger = logging.getLogger(__name__)
-
-
-class LinkError(ChakraError):
-    """The two traces cannot be linked (wrong pairing, nothing in common, empty trace)."""
 
 
 def _check_pair(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> None:

@@ -6,12 +6,8 @@ from typing import Any
 
 import msgspec
 
-from chakra.errors import ChakraError
+from chakra.errors import CoverageError
 from chakra.link.model import LinkReport
-
-
-class CoverageError(ChakraError):
-    """``--strict``: the link covers less than the thresholds the user asked for."""
 
 
 def report_as_dict(report: LinkReport) -> dict[str, Any]:

@@ -40,7 +40,7 @@ import logging
 import math
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, wait
+from concurrent.futures import wait
 from pathlib import Path
 from typing import Any, Optional
 
@@ -79,6 +79,7 @@ from chakra.simulate.result import RankResult, rank_results
 from chakra.simulate.run import simulate_files
 from chakra.simulate.what_if import Scenario, WhatIf
 from chakra.views import rank_views
+from chakra.workers import process_pool
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
             results.append(_link_and_convert(job))
             on_done(results[-1])
         return results
-    with ProcessPoolExecutor(max_workers=execution.jobs) as pool:
+    with process_pool(execution.jobs) as pool:
 
         def submit_local(job: Any) -> Any:
             return pool.submit(_link_and_convert, job)

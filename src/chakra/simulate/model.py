@@ -17,7 +17,7 @@ from typing import Any, Optional
 import msgspec
 import numpy as np
 
-from chakra.errors import ChakraError
+from chakra.errors import SimulationError
 from chakra.et.attributes import INTEGER_KINDS
 from chakra.et.schema import NodeType
 from chakra.simulate.csr import (
@@ -32,10 +32,6 @@ COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RE
 NO_RESOURCE = -1
 _MAX_ID = (1 << 63) - 1  # ids are kept as int64
 _MAX_US = float(1 << 63) / 1000.0  # durations in ns are kept as int64
-
-
-class SimulationError(ChakraError):
-    """The graph cannot be simulated as given (unknown dependency, cycle, deadlock...)."""
 
 
 class CommKey(msgspec.Struct, frozen=True):

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from chakra.errors import ChakraError, PathLike
+from chakra.errors import ChakraError, PathLike, PlotFormatError
 from chakra.fileio import atomic_output
 from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph
@@ -28,10 +28,6 @@ BAND = 0.85
 TIME_LABEL = "time since the job's first start (µs)"
 #: What matplotlib writes without optional packages, if it cannot be asked.
 CORE_IMAGE_FORMATS = ("eps", "pdf", "png", "ps", "svg", "svgz")
-
-
-class PlotFormatError(ChakraError):
-    """A plot's path names an image format that matplotlib cannot write."""
 
 
 def image_formats() -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
-from chakra.errors import ChakraError, FileAccessError, PathLike
+from chakra.errors import FileAccessError, PathLike, SynthError
 from chakra.fileio import AtomicGroup, atomic_output
 from chakra.synth.engine import RankEngine
 from chakra.synth.host_et_writer import HostEtWriter
@@ -29,10 +29,6 @@ from chakra.synth.truth_writer import JobCollective, TruthWriter, write_job_trut
 logger = logging.getLogger(__name__)
 
 JOB_TRUTH_NAME = "job.truth.json"
-
-
-class SynthError(ChakraError):
-    """The generator could not produce a consistent job (a bug, reported as such)."""
 
 
 @dataclasses.dataclass(frozen=True)

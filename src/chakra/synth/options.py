@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable
 from typing import Optional
 
-from chakra.errors import ChakraError
+from chakra.errors import SynthOptionsError
 
 MAX_RANKS = 64
 MAX_OPS_PER_STEP = 10_000_000
@@ -21,10 +21,6 @@ VINTAGES = {
     "legacy_1_0_1": "host ET in schema 1.0.1 layout, host rf_ids unrelated to Kineto ids",
     "tied_zero_ops": "some host ops have a 0 us sibling that starts at the same instant",
 }
-
-
-class SynthOptionsError(ChakraError):
-    """Synthetic-job options that cannot be honoured (out of range, unknown vintage...)."""
 
 
 @dataclasses.dataclass(frozen=True)

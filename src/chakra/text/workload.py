@@ -16,17 +16,8 @@ import enum
 from dataclasses import dataclass
 from typing import Optional
 
-from chakra.errors import PathLike, TraceFormatError
+from chakra.errors import PathLike, TextWorkloadError
 from chakra.et.schema import CollectiveCommType
-
-
-class TextWorkloadError(TraceFormatError):
-    """A text workload cannot be parsed; the message names the file and the line."""
-
-    def __init__(self, path: PathLike, line: Optional[int], problem: str) -> None:
-        self.line = line
-        where = f"line {line}: " if line is not None else ""
-        super().__init__(path, f"{where}{problem}")
 
 
 class Parallelism(str, enum.Enum):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from chakra.errors import ChakraError, FileAccessError, PathLike
+from chakra.errors import FileAccessError, GeneratorError, PathLike
 from chakra.et import CollectiveCommType, GlobalMetadata, Node, NodeType, add_attr, write_et
 from chakra.fileio import AtomicGroup
 
@@ -41,10 +41,6 @@ COLLECTIVES = (
     CollectiveCommType.BROADCAST,
     CollectiveCommType.BARRIER,
 )
-
-
-class GeneratorError(ChakraError):
-    """Generator options out of range."""
 
 
 @dataclass(frozen=True)

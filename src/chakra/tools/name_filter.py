@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - Python 3.9, 3.10
     import sre_constants  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
-from chakra.errors import ChakraError
+from chakra.errors import NameFilterError
 
 MAX_PATTERN_LENGTH = 1_000
 MAX_REPEAT_COUNT = 1_000
@@ -41,10 +41,6 @@ _UNBOUNDED = sre_constants.MAXREPEAT
 _POSSESSIVE = getattr(sre_constants, "POSSESSIVE_REPEAT", None)  # Python 3.11+
 _ATOMIC = getattr(sre_constants, "ATOMIC_GROUP", None)  # Python 3.11+
 _SLOW = ", whose matching can take exponential time"
-
-
-class NameFilterError(ChakraError):
-    """A name filter that is not a regex, or one that could take too long to match."""
 
 
 def _children(op: Any, av: Any) -> list[Any]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chakra.errors import ChakraError, FileAccessError, PathLike
+from chakra.errors import FileAccessError, PathLike, TimelineError
 
 logger = logging.getLogger(__name__)
 
@@ -38,10 +38,6 @@ TRACKS = {
 
 _RECORD = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*(issue|callback),(.*)$")
 _COMM_NAMES = ("COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE")
-
-
-class TimelineError(ChakraError):
-    """The input log or trace cannot be turned into a timeline."""
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,6 @@ from chakra.ranks import Agreement, CommRecord, agree
 from chakra.ranks.files import recording
 
 
-class ValidationFailedError(ChakraError):
-    """At least one file has problems, or the files disagree across ranks."""
-
-
 @dataclass(frozen=True)
 class FileResult:
     """The outcome for one file: its report, or ``error`` when it could not be read;

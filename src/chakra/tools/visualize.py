@@ -24,7 +24,7 @@ from typing import Optional
 
 import networkx as nx
 
-from chakra.errors import ChakraError, PathLike
+from chakra.errors import PathLike, VisualizerError
 from chakra.et import EtReader
 from chakra.fileio import atomic_output
 from chakra.tools.name_filter import compile_filter
@@ -49,10 +49,6 @@ INSTALL_HINT = (
     "install Graphviz (e.g. `apt-get install graphviz`, `brew install graphviz` or"
     " `conda install graphviz`), or write .dot or .graphml instead"
 )
-
-
-class VisualizerError(ChakraError):
-    """The graph cannot be drawn as asked (format, selection, size or missing Graphviz)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,88 @@
+"""The process pool's workers end when their parent dies, however it dies (issue
+"[security]": SIGKILL of ``chakra_pipeline -j 2`` used to leave its workers alive forever)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+import chakra
+from chakra.synth import SynthOptions, generate_job
+
+SRC = str(Path(chakra.__file__).resolve().parents[1])
+ENV = {**os.environ, "PYTHONPATH": SRC}
+GRACE_S = 5.0
+
+PARENT = """
+import time
+from chakra.workers import process_pool
+
+pool = process_pool(2)
+for _ in range(2):  # one long task per worker
+    pool.submit(time.sleep, 600)
+while len(pool._processes) < 2:
+    time.sleep(0.05)
+print(*sorted(pool._processes), flush=True)
+time.sleep(600)
+"""
+
+
+def _gone_within(pids: list[int], seconds: float) -> list[int]:
+    """The pids still alive (and not zombies) after up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        alive = [pid for pid in pids if _alive(pid)]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_pool_workers_end_when_their_parent_is_killed() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], env=ENV, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]  # type: ignore[union-attr]
+        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert _gone_within(pids, GRACE_S) == []
+    finally:
+        parent.kill()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="psutil children of a running pipeline")
+def test_killing_the_pipeline_parent_leaves_no_worker(tmp_path: Path) -> None:
+    """``chakra_pipeline -j 2`` on a 4-rank job: once both workers run, SIGKILL the parent
+    alone (not its process group); within 5 s no worker is left."""
+    traces = tmp_path / "traces"
+    generate_job(SynthOptions(seed=3, ranks=4, ops_per_step=1500), traces)
+    command = [sys.executable, "-m", "chakra.cli.pipeline", "--trace-dir", str(traces),
+               "--output-dir", str(tmp_path / "out"), "--no-plot", "-j", "2"]  # fmt: skip
+    parent = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        workers: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and parent.poll() is None and time.monotonic() < deadline:
+            workers = [c.pid for c in psutil.Process(parent.pid).children(recursive=True)]
+            time.sleep(0.02)
+        assert len(workers) >= 2, "the pipeline ended before its workers were seen"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert _gone_within(workers, GRACE_S) == []
+    finally:
+        parent.kill()
