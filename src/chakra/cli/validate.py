@@ -12,11 +12,10 @@ from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import comm_groups_path
-from chakra.errors import ChakraError
+from chakra.errors import ChakraError, ValidationFailedError
 from chakra.et.validate import ValidationOptions
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.tools.validate import (
-    ValidationFailedError,
     check_file,
     cross_rank,
     format_text,
