@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -352,10 +351,9 @@ def test_long_ring_without_recursion() -> None:
 
 @pytest.mark.slow
 def test_million_node_chain() -> None:
-    started = time.perf_counter()
+    """No step recurses: a chain a million deep is checked (its speed: benchmarks/)."""
     report = validate_nodes(chain(1_000_000))
     assert report == ValidationReport(nodes=1_000_000, problems=())
-    assert time.perf_counter() - started < 30  # about 10 s, building the nodes included
 
 
 def test_validate_et_streams_a_file(tmp_path: Path) -> None:

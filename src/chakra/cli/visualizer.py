@@ -14,7 +14,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.tools.name_filter import MAX_REPEAT_COUNT, compile_filter
-from chakra.tools.visualize import DEFAULT_MAX_NODES, Selection, parse_id_range, visualize
+from chakra.tools.visualize import DEFAULT_MAX_NODES, parse_selection, visualize
 
 logger = logging.getLogger(__name__)
 WANTS = "a Chakra ET (.et, chakra_converter's output)"
@@ -85,8 +85,7 @@ def _visualize(args: argparse.Namespace) -> None:
         "a Chakra ET (.et, chakra_converter's output)",
     )
     prepare_outputs([args.output_filename], [args.input_filename])
-    first, last = parse_id_range(args.id_range) if args.id_range else (None, None)
-    selection = Selection(first, last, args.name_filter)
+    selection = parse_selection(args.id_range or None, args.name_filter)
     count = visualize(args.input_filename, args.output_filename, selection, args.max_nodes)
     logger.info("drew %d nodes into %s", count, args.output_filename)
 

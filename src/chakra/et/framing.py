@@ -101,55 +101,66 @@ def iter_framed_messages(
     count inflated bytes (and errors say so).
     """
     data = _ChunkedInput(stream, path, decompressed)
-
-    def error(problem: str, offset: int) -> EtFormatError:
-        return EtFormatError(path, problem, offset, decompressed=decompressed)
-
     while True:
-        # fast path: every whole message already in the buffer whose size prefix is one or
-        # two bytes (under 16 KiB: nearly all nodes), without the general loop's calls
-        buffer, index = data.buffer, data.position
-        limit = len(buffer)
-        while index + 2 < limit:
-            first = buffer[index]
-            if first < 0x80:
-                size, header = first, 1
-            else:
-                second = buffer[index + 1]
-                if second >= 0x80:
-                    break
-                size, header = (first & 0x7F) | (second << 7), 2
-            end = index + header + size
-            if end > limit:
-                break
-            yield data.base_offset + index, buffer[index + header : end]
-            index = end
-        data.position = index
+        yield from _whole_small_messages(data)
         data.fill(MAX_VARINT_BYTES)
         if data.available() == 0:
             return
-        buffer, index = data.buffer, data.position
-        start = data.base_offset + index
-        size = shift = 0
-        while True:
-            if index - data.position >= MAX_VARINT_BYTES:
-                raise error("malformed message size (varint over 10 bytes)", start)
-            if index >= len(buffer):
-                raise error("file ends inside a message size prefix", start)
-            byte = buffer[index]
-            index += 1
-            size |= (byte & 0x7F) << shift
-            if byte < 0x80:
+        yield _next_message(data)
+
+
+def _whole_small_messages(data: _ChunkedInput) -> Iterator[tuple[int, bytes]]:
+    """The fast path: every whole message already in the buffer whose size prefix is one or
+    two bytes (under 16 KiB: nearly all nodes), without the general path's calls per
+    message (benchmarks/et_io.py times reading big files)."""
+    buffer, index = data.buffer, data.position
+    limit = len(buffer)
+    while index + 2 < limit:
+        first = buffer[index]
+        if first < 0x80:
+            size, header = first, 1
+        else:
+            second = buffer[index + 1]
+            if second >= 0x80:
                 break
-            shift += 7
-        if size > MAX_MESSAGE_BYTES:
-            raise error(f"message size {size} exceeds protobuf's 2 GiB limit", start)
-        header = index - data.position
-        data.fill(header + size)
-        buffer, index = data.buffer, data.position + header
-        end = index + size
-        if end > len(buffer):
-            got = len(buffer) - index
-            raise error(f"file ends inside a message of {size} bytes ({got} present)", start)
-        data.position = end
-        yield start, buffer[index:end]
+            size, header = (first & 0x7F) | (second << 7), 2
+        end = index + header + size
+        if end > limit:
+            break
+        yield data.base_offset + index, buffer[index + header : end]
+        index = end
+    data.position = index
+
+
+def _next_message(data: _ChunkedInput) -> tuple[int, bytes]:
+    """The general path: the message at the buffer's position, whatever its size prefix,
+    reading more input as needed; raises for a cut-off or malformed one."""
+
+    def error(problem: str, offset: int) -> EtFormatError:
+        return EtFormatError(data.path, problem, offset, decompressed=data.decompressed)
+
+    buffer, index = data.buffer, data.position
+    start = data.base_offset + index
+    size = shift = 0
+    while True:
+        if index - data.position >= MAX_VARINT_BYTES:
+            raise error("malformed message size (varint over 10 bytes)", start)
+        if index >= len(buffer):
+            raise error("file ends inside a message size prefix", start)
+        byte = buffer[index]
+        index += 1
+        size |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            break
+        shift += 7
+    if size > MAX_MESSAGE_BYTES:
+        raise error(f"message size {size} exceeds protobuf's 2 GiB limit", start)
+    header = index - data.position
+    data.fill(header + size)
+    buffer, index = data.buffer, data.position + header
+    end = index + size
+    if end > len(buffer):
+        got = len(buffer) - index
+        raise error(f"file ends inside a message of {size} bytes ({got} present)", start)
+    data.position = end
+    return start, buffer[index:end]

@@ -11,7 +11,7 @@ against protobuf's own serialization.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 from chakra.et.framing import encode_varint
@@ -29,7 +29,9 @@ _UINT64_MASK = (1 << 64) - 1
 _CACHE_LIMIT = 1 << 16
 
 
-def remember(cache: dict[Any, bytes], key: Any, piece: bytes, limit: int = _CACHE_LIMIT) -> bytes:
+def remember(
+    cache: MutableMapping[Any, bytes], key: Any, piece: bytes, limit: int = _CACHE_LIMIT
+) -> bytes:
     """Store ``piece`` under ``key`` in a cache of at most ``limit`` entries (emptied when
     full: the pieces that repeat come back at once) and return it."""
     if len(cache) >= limit:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from chakra.errors import AttributeKindError, EtFormatError, PathLike
 from chakra.et.attributes import get_int_attr
 from chakra.et.reader import EtReader
 from chakra.et.schema import CollectiveCommType, NodeType
+from chakra.fileio.json_document import JsonDocument
 
 
-def summarize_et(path: PathLike) -> dict[str, Any]:
+def summarize_et(path: PathLike) -> JsonDocument:
     types: Counter[str] = Counter()
     collectives: Counter[str] = Counter()
     data_deps = ctrl_deps = 0

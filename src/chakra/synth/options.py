@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Optional
 
 from chakra.errors import SynthOptionsError
+from chakra.fileio.json_document import JsonDocument
 
 MAX_RANKS = 64
 MAX_OPS_PER_STEP = 10_000_000
@@ -102,7 +103,7 @@ class SynthOptions:
         ]
         return tuple(names) or ("modern",)
 
-    def describe(self) -> dict:
+    def describe(self) -> JsonDocument:
         """The options as a JSON-ready mapping (written into every truth file).
 
         The speed factors appear (all three) only when one of them is not 1, and

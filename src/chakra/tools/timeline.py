@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chakra.errors import FileAccessError, PathLike, TimelineError
+from chakra.fileio.json_document import JsonDocument
 
 logger = logging.getLogger(__name__)
 
@@ -219,7 +220,7 @@ def timeline(
     input_format: str = "astra-sim",
     num_npus: int | None = None,
     frequency_mhz: float | None = None,
-) -> dict[str, Any]:
+) -> JsonDocument:
     """The Chrome trace of ``input_path`` in ``input_format`` (:data:`INPUT_FORMATS`)."""
     if input_format == "chakra-sim":
         return normalise_chrome_trace(input_path)
@@ -230,6 +231,6 @@ def timeline(
     return convert_log(input_path, num_npus, frequency_mhz)
 
 
-def complete_events(trace: dict[str, Any]) -> Sequence[dict[str, Any]]:
+def complete_events(trace: JsonDocument) -> Sequence[JsonDocument]:
     """The complete (``X``) events of a trace."""
     return [event for event in trace["traceEvents"] if event.get("ph") == "X"]

@@ -18,6 +18,7 @@ from typing import Any, Optional
 from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader
 from chakra.et.validate import ValidationOptions, ValidationReport, validate_nodes
+from chakra.fileio.json_document import JsonDocument
 from chakra.ranks import Agreement, CommRecord, agree
 from chakra.ranks.files import recording
 
@@ -124,7 +125,7 @@ def to_json(
     results: Sequence[FileResult],
     mismatches: Sequence[Mismatch],
     agreement: Optional[Agreement] = None,
-) -> dict[str, Any]:
+) -> JsonDocument:
     """Everything found, as one JSON-ready object."""
     files = []
     for result in results:

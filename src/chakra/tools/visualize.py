@@ -88,8 +88,12 @@ class Selection:
         return pattern is None or pattern.search(name) is not None
 
 
-def parse_id_range(text: str) -> tuple[Optional[int], Optional[int]]:
-    """``"A:B"`` (either side may be empty) as inclusive bounds."""
+def parse_selection(id_range: Optional[str], name_pattern: Optional[str] = None) -> Selection:
+    """The nodes of ``id_range``, ``"A:B"`` (inclusive bounds, either side may be empty;
+    None: every id), whose names match ``name_pattern``."""
+    if id_range is None:
+        return Selection(None, None, name_pattern)
+    text = id_range
     first, sep, last = text.partition(":")
     try:
         if not sep:
@@ -99,7 +103,7 @@ def parse_id_range(text: str) -> tuple[Optional[int], Optional[int]]:
         raise VisualizerError(f"id range {text!r} is not of the form A:B (e.g. 0:99)") from None
     if bounds[0] is not None and bounds[1] is not None and bounds[0] > bounds[1]:
         raise VisualizerError(f"id range {text!r} is empty: {bounds[0]} > {bounds[1]}")
-    return bounds
+    return Selection(*bounds, name_pattern)
 
 
 def output_format(path: PathLike) -> str:
