@@ -17,6 +17,12 @@ class ChakraError(Exception):
     """Base of every error the package raises on purpose."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread of a command-line tool (see
+    :func:`chakra.cli.runner.sigterm_interrupts`): a ``KeyboardInterrupt``, so that every
+    clean-up that handles Ctrl-C handles it too."""
+
+
 class FileAccessError(ChakraError):
     """A file cannot be opened, read or written (missing, unreadable, no such folder...)."""
 

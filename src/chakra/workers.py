@@ -5,28 +5,83 @@ an orphaned worker would otherwise wait on its task queue forever, holding its o
 Two guards, in each worker: on Linux the kernel sends it SIGKILL when its parent exits
 (``prctl(PR_SET_PDEATHSIG)``); everywhere, a daemon thread checks every
 :data:`PARENT_CHECK_S` seconds that its parent is still the process that started it.
+
+Interrupted (the block of ``with process_pool(n)`` raises, e.g. Ctrl-C or SIGTERM), the
+pool sends SIGTERM to its workers: a task under way raises
+:class:`~chakra.errors.Terminated` and unwinds (its temporaries removed), an idle worker
+exits; then the pool waits for them, and tasks not started are cancelled.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from types import FrameType, TracebackType
+from typing import Any, Callable, Optional
+
+from chakra.errors import Terminated
 
 #: How often a worker checks that its parent lives (seconds).
 PARENT_CHECK_S = 0.5
 _PR_SET_PDEATHSIG = 1
 
 
+_in_task = False  # in a worker: whether a task is running (what SIGTERM then does)
+
+
+class _Pool(ProcessPoolExecutor):
+    """A ProcessPoolExecutor whose tasks run under :func:`_task` and whose workers are told
+    to stop (SIGTERM) when its block raises."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        return super().submit(_task, fn, *args, **kwargs)
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> bool:
+        if exc_type is not None:
+            for process in list((self._processes or {}).values()):
+                with contextlib.suppress(OSError):
+                    os.kill(process.pid, signal.SIGTERM)
+        self.shutdown(wait=True, cancel_futures=exc_type is not None)
+        return False
+
+
 def process_pool(workers: int) -> ProcessPoolExecutor:
-    """A pool of ``workers`` processes that end with this one (see the module doc)."""
-    return ProcessPoolExecutor(
-        max_workers=workers, initializer=end_with_parent, initargs=(os.getpid(),)
-    )
+    """A pool of ``workers`` processes that end with this one, and stop their tasks when
+    the pool's block raises (see the module doc)."""
+    return _Pool(max_workers=workers, initializer=_start_worker, initargs=(os.getpid(),))
+
+
+def _start_worker(parent_pid: int) -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    end_with_parent(parent_pid)
+
+
+def _task(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    global _in_task
+    _in_task = True
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _in_task = False
+
+
+def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
+    """In a worker: unwind the task under way (its clean-up runs), or exit when idle."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the unwinding is not cut short
+    if _in_task:
+        raise Terminated()
+    os._exit(128 + signal.SIGTERM)
 
 
 def end_with_parent(parent_pid: int) -> None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from types import FrameType
 from typing import Callable, Optional
 
-from chakra.errors import ChakraError, UsageError
+from chakra.errors import ChakraError, Terminated, UsageError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -33,9 +37,12 @@ def run_tool(
     """Parse ``argv``, configure logging, run ``action``; return the exit status.
 
     A :class:`ChakraError` becomes one line ``<prog>: error: <message>`` on stderr and status
-    1; Ctrl-C gives status 130. Argument errors exit with status 2: argparse's own, and a
-    :class:`UsageError` the action raises (reported like argparse's, after the usage line).
-    A reader that closes stdout early (``| head``) ends the tool quietly with status 1.
+    1; Ctrl-C gives status 130 and SIGTERM status 143, both after the same clean-up
+    (:class:`~chakra.errors.Terminated` is a ``KeyboardInterrupt``: temporaries are removed,
+    outputs not committed, worker processes ended). Argument errors exit with status 2:
+    argparse's own, and a :class:`UsageError` the action raises (reported like argparse's,
+    after the usage line). A reader that closes stdout early (``| head``) ends the tool
+    quietly with status 1.
     """
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -44,7 +51,8 @@ def run_tool(
         stream=sys.stderr,
     )
     try:
-        action(args)
+        with sigterm_interrupts():
+            action(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except BrokenPipeError:
         _silence_stdout()
@@ -56,10 +64,33 @@ def run_tool(
     except ChakraError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
+    except Terminated:
+        print(f"{parser.prog}: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print(f"{parser.prog}: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`~chakra.errors.Terminated` in the main thread,
+    so it unwinds like Ctrl-C (Python's default for SIGTERM is to die on the spot, leaving
+    temporaries). Only the main thread can set handlers: elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(signum: int, frame: Optional[FrameType]) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the clean-up
+    raise Terminated()
 
 
 def _silence_stdout() -> None:

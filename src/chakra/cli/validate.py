@@ -14,6 +14,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import comm_groups_path
 from chakra.errors import ChakraError, ValidationFailedError
 from chakra.et.validate import ValidationOptions
+from chakra.fileio.regular import open_regular_text
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.tools.validate import (
     check_file,
@@ -70,7 +71,8 @@ def _comm_groups(args: argparse.Namespace) -> Optional[frozenset[str]]:
         path = next(iter(found))
         logger.info("checking group names against %s", path)
     try:
-        table = json.loads(path.read_text())
+        with open_regular_text(path) as stream:
+            table = json.loads(stream.read())
     except (OSError, ValueError) as exc:
         raise ChakraError(f"{path}: cannot read the comm-group file ({exc})") from exc
     if not isinstance(table, dict):

@@ -42,6 +42,7 @@ from typing import Any
 import msgspec
 
 from chakra.errors import ArchiveError, PathLike
+from chakra.fileio.regular import open_regular
 
 try:
     import lzma
@@ -139,7 +140,10 @@ def _extract_members(
     """Check and extract every member in turn; (files, folders, bytes)."""
     files = folders = total = 0
     try:
-        with tarfile.open(archive, "r:*", tarinfo=_BoundedTarInfo) as tar:
+        with (
+            open_regular(archive) as raw,
+            tarfile.open(fileobj=raw, mode="r:*", tarinfo=_BoundedTarInfo) as tar,
+        ):
             for count, member in enumerate(tar, 1):
                 if count > limits.max_members:
                     raise ArchiveError(f"{archive}: more than {limits.max_members} members "

@@ -11,6 +11,7 @@ from typing import Any, BinaryIO, Optional
 
 from chakra.errors import FileAccessError, PathLike, TraceFormatError
 from chakra.fileio.location import is_url, open_url
+from chakra.fileio.regular import open_regular
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def _open_raw(path: PathLike, *, buffered: bool = True) -> BinaryIO:
         return open_url(str(path), "rb")  # type: ignore[return-value]
     try:
         # returned to the caller, who closes it
-        return open(path, "rb", buffering=-1 if buffered else 0)
+        return open_regular(path, buffered=buffered)
     except OSError as exc:
         raise FileAccessError(f"cannot open {path}: {exc.strerror or exc}") from exc
 

@@ -17,6 +17,7 @@ import msgspec
 
 from chakra.errors import FileAccessError
 from chakra.fileio.location import Location, location, open_url, url_filesystem
+from chakra.fileio.regular import open_regular
 
 CHUNK_BYTES = 1 << 20
 
@@ -52,7 +53,7 @@ def file_digest(given: Location) -> FileDigest:
     digest = hashlib.sha256()
     size = 0
     try:
-        with open_url(path, "rb") if isinstance(path, str) else open(path, "rb") as stream:
+        with open_url(path, "rb") if isinstance(path, str) else open_regular(path) as stream:
             while chunk := stream.read(CHUNK_BYTES):
                 digest.update(chunk)
                 size += len(chunk)

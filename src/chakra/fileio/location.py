@@ -129,14 +129,15 @@ def make_folder(folder: Location) -> None:
 
 
 def missing(paths: list[PathLike]) -> list[PathLike]:
-    """The ``paths`` that do not exist as files; URLs are checked with one listing per
-    folder (one request per folder on object stores, not one per file)."""
+    """The ``paths`` that do not exist; URLs are checked with one listing per folder (one
+    request per folder on object stores, not one per file). A path that exists but is no
+    regular file (a folder, a FIFO) is not missing: opening it says what it is."""
     absent: list[PathLike] = []
     listings: dict[str, set[str]] = {}
     for given in paths:
         path = location(given)
         if isinstance(path, Path):
-            if not path.is_file():
+            if not path.exists():
                 absent.append(given)
             continue
         folder = str(parent_of(path))

@@ -8,6 +8,7 @@ from pathlib import Path
 from chakra.errors import ChakraError, FileAccessError, PathLike
 from chakra.et import GlobalMetadata, set_attr, write_et
 from chakra.fileio import AtomicGroup
+from chakra.fileio.regular import open_regular_text
 from chakra.text.graph import build_npu_graph
 from chakra.text.workload import TextWorkloadError, parse_workload
 
@@ -26,7 +27,7 @@ MAX_NODES_PER_NPU = 1_000_000
 def read_workload_text(path: PathLike) -> str:
     """The text of ``path`` (UTF-8, newlines normalised as a text-mode read does)."""
     try:
-        with open(path, encoding="utf-8") as source:
+        with open_regular_text(path) as source:
             return source.read()
     except UnicodeDecodeError as exc:
         raise TextWorkloadError(path, None, f"not UTF-8 text ({exc.reason})") from None

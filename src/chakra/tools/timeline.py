@@ -22,6 +22,7 @@ from typing import Any
 
 from chakra.errors import FileAccessError, PathLike, TimelineError
 from chakra.fileio.json_document import JsonDocument
+from chakra.fileio.regular import open_regular_text
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def convert_log(path: PathLike, num_npus: int, frequency_mhz: float) -> dict[str
             f"--npu_frequency must be a positive number of MHz, not {frequency_mhz}"
         )
     try:
-        with open(path, encoding="utf-8", errors="replace") as lines:
+        with open_regular_text(path, errors="replace") as lines:
             records = [
                 record
                 for number, text in enumerate(lines, start=1)
@@ -187,7 +188,7 @@ def normalise_chrome_trace(path: PathLike) -> dict[str, Any]:
     """A ``chakra_sim --timeline`` trace (or any Chrome trace, object or bare array form)
     as the object form, every event checked to have ``ph``, and ``ts`` for timed events."""
     try:
-        with open(path, encoding="utf-8") as stream:
+        with open_regular_text(path) as stream:
             data = json.load(stream, parse_float=_finite_float, parse_constant=_no_constant)
     except OSError as exc:
         raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from exc
