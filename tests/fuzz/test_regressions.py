@@ -436,3 +436,22 @@ def test_pipeline_of_one_rank_whose_send_has_no_known_peer(base: dict[str, Path]
     assert outcome.verdict is Verdict.CLEAN_ERROR, result.stderr
     assert "send/recv in all): the peer rank is unknown" in result.stderr
     assert not (out / "run").exists()
+
+
+def test_process_group_name_with_a_lone_surrogate(base: dict[str, Path], tmp_path: Path) -> None:
+    """Found by the long campaign: ``"pg_name": "\\ud800"`` inside the process_group:init
+    table (a JSON string in a JSON string). json.loads lets the lone surrogate through and
+    chakra_converter died encoding the name (UnicodeEncodeError). Now the table is taken as
+    unreadable, as any other malformed table: the send/recv peers are then unknown, and the
+    converter says so in one line (status 1) instead of writing an invalid .et."""
+
+    def edit(nodes: list[dict]) -> None:
+        node = _node_named(nodes, "## process_group:init ##")
+        table = json.loads(node["inputs"]["values"][0])
+        table[0]["pg_name"] = "\ud800"
+        node["inputs"]["values"][0] = json.dumps(table)
+
+    host = _host_with(base, tmp_path, edit, "gloo_host")
+    result, outcome = check(convert(host, out_dir(tmp_path), "--rank", "0"))
+    assert outcome.verdict is Verdict.CLEAN_ERROR
+    assert "the peer rank is unknown" in result.stderr.splitlines()[-1]

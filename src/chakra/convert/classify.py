@@ -285,6 +285,20 @@ def _first_is_str(values: Any) -> bool:
     return isinstance(values, list) and bool(values) and isinstance(values[0], str)
 
 
+def _is_name(value: Any) -> bool:
+    """A group name: an int, or a string that UTF-8 can encode (json.loads lets a lone
+    surrogate such as ``"\\ud800"`` through; no file can hold it)."""
+    if isinstance(value, int):
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def process_groups(node: EtPlusNode) -> list[dict[str, Any]]:
     """The table in a ``## process_group:init ##`` node's inputs (empty if unreadable: not
     JSON, numbers beyond the int-string limit, or a group whose ranks or size are out of
@@ -299,7 +313,7 @@ def process_groups(node: EtPlusNode) -> list[dict[str, Any]]:
     if not isinstance(table, list):
         return []
     for group in table:
-        if not isinstance(group, dict) or not isinstance(group.get("pg_name", ""), (str, int)):
+        if not isinstance(group, dict) or not _is_name(group.get("pg_name", "")):
             return []
         if group_problem(group.get("ranks"), group.get("group_size")) is not None:
             return []
