@@ -45,9 +45,10 @@ class CommKey(msgspec.Struct, frozen=True):
     size_bytes: int = 0
 
 
-class SimGraph(msgspec.Struct):
-    """Arrays of one rank's graph. ``resource[i]`` indexes ``resources`` (or -1: runs
-    without waiting for any resource). ``pred_start[i]:pred_start[i+1]`` slices ``preds``."""
+class SimGraph(msgspec.Struct, frozen=True):
+    """Arrays of one rank's graph, read only (a what-if makes new graphs). ``resource[i]``
+    indexes ``resources`` (or -1: runs without waiting for any resource).
+    ``pred_start[i]:pred_start[i+1]`` slices ``preds``."""
 
     rank: int
     ids: array
@@ -125,8 +126,7 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
     graph = assemble_graph(rank, ids, names, durations, measured, resource, resource_index,
                            deps, dep_start, comm)  # fmt: skip
     check_durations(durations, ids, names)
-    graph.parent_id, graph.segment_of = parent_id, segment_of
-    return graph
+    return msgspec.structs.replace(graph, parent_id=parent_id, segment_of=segment_of)
 
 
 def assemble_graph(rank: int, ids: array, names: list[str], durations: array, measured: array,
