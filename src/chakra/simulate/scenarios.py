@@ -112,11 +112,6 @@ class WhatIf(msgspec.Struct, frozen=True):
     description: str = ""
 
 
-def makespans(result: SimResult) -> list[float]:
-    """Each rank's first start to last end (µs); 0 for no nodes."""
-    return result.makespans()
-
-
 def nodes_matched(graphs: Sequence[SimGraph], rules: Sequence[ScaleRule]) -> list[int]:
     """How many nodes of ``graphs`` (all ranks) each rule matches. One pass per rule."""
     return [sum(int(rule.mask(graph).sum()) for graph in graphs) for rule in rules]
