@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from chakra.pipeline import RankFiles, run_pipeline
+from chakra.pipeline.rank_report import RankReport
 from chakra.pipeline.run import summary_table
 from chakra.synth import SynthOptions, generate_job
 
@@ -42,6 +44,13 @@ def test_linear_one_rank(shared_traces: Path, tmp_path: Path) -> None:
     assert result.plot is not None and result.plot.read_bytes()[:8] == PNG
     (rank,) = json.loads(result.report.read_text())["ranks"]
     assert abs(rank["simulation"]["error_pct"]) < 5
+    # the typed per-rank report is what report.json holds, converted at the writing edge
+    (typed,) = result.ranks
+    assert (
+        isinstance(typed, RankReport)
+        and typed.simulation.error_pct == rank["simulation"]["error_pct"]
+    )
+    assert json.loads(json.dumps(msgspec.to_builtins(typed))) == rank
 
 
 def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:

@@ -72,12 +72,10 @@ def test_legacy_job_meets_across_ranks_and_validates(tmp_path: Path) -> None:
         assert all((n.type == NodeType.COMM_SEND_NODE) == (r % 2 == 0) for n in p2p)
     modern = run_pipeline(job(tmp_path / "modern", []), tmp_path / "modern_out", plot=False)
     for legacy_rank, modern_rank in zip(result.ranks, modern.ranks):
-        simulated = legacy_rank["simulation"]["simulated_makespan_us"]
-        measured = legacy_rank["simulation"]["measured_makespan_us"]
+        simulated = legacy_rank.simulation.simulated_makespan_us
+        measured = legacy_rank.simulation.measured_makespan_us
         assert abs(simulated - measured) <= 0.02 * measured
-        assert (
-            abs(simulated - modern_rank["simulation"]["simulated_makespan_us"]) <= 0.02 * measured
-        )
+        assert abs(simulated - modern_rank.simulation.simulated_makespan_us) <= 0.02 * measured
     ets = [tmp_path / "out" / f"workload.{r}.et" for r in range(4)]
     # every collective meets its whole group (with per-rank addresses each would meet alone)
     table = meetings([load_graph(path, r) for r, path in enumerate(ets)])

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from chakra.errors import ChakraError
-from chakra.simulate import Engine, build_graph, rank_results
+from chakra.simulate import PathEntry, SimResult, build_graph, rank_results, what_if
 from chakra.simulate.analysis import (
     ScaleRule,
     critical_path,
@@ -15,13 +15,11 @@ from chakra.simulate.analysis import (
     scaled_graphs,
     unexplained_on_path,
 )
-from tests.simulate.test_engine import node
+from tests.simulate.test_engine import node, simulate
 
 
-def run(nodes: list) -> Engine:
-    engine = Engine([build_graph(nodes)])
-    engine.run()
-    return engine
+def run(nodes: list) -> SimResult:
+    return simulate(nodes)
 
 
 def graph_nodes() -> list:
@@ -33,7 +31,11 @@ def graph_nodes() -> list:
 
 def test_critical_path_follows_binding_constraints() -> None:
     engine = run(graph_nodes())
-    assert critical_path(engine) == [("n2", 50.0), ("n1", 10.0), ("n4", 5.0)]
+    assert critical_path(engine) == [
+        PathEntry("n2", 50.0),
+        PathEntry("n1", 10.0),
+        PathEntry("n4", 5.0),
+    ]
 
 
 @pytest.mark.parametrize(("rule", "makespan"), [
@@ -45,9 +47,7 @@ def test_critical_path_follows_binding_constraints() -> None:
 def test_scale_rules(rule: str, makespan: float) -> None:
     engine = run(graph_nodes())
     assert rank_results(engine)[0].simulated_makespan_us == 65.0
-    graphs, _ = scaled_graphs(engine.graphs, [ScaleRule.parse(rule)])
-    scaled = Engine(graphs)
-    scaled.run()
+    scaled = what_if(engine.graphs, [ScaleRule.parse(rule)])
     assert rank_results(scaled)[0].simulated_makespan_us == makespan
     assert list(engine.graphs[0].duration_us) == [10, 50, 20, 5]  # the replayed graph kept
 
@@ -86,7 +86,11 @@ def test_model_only_makespan_and_unexplained_time() -> None:
     assert result.model_only_makespan_us == 20.0
     assert result.model_only_error_pct == -20.0
     assert result.unexplained_us == 5.0
-    assert critical_path(engine) == [("nB[1]", 10.0), ("n1", 10.0), ("[delay]", 5.0)]
+    assert critical_path(engine) == [
+        PathEntry("nB[1]", 10.0),
+        PathEntry("n1", 10.0),
+        PathEntry("[delay]", 5.0),
+    ]
     assert rank_results(engine)[0].model_only_makespan_us is None  # only when asked
 
 

@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chakra.et import Node, NodeType, set_attr
-from chakra.simulate import Engine, SimulationError, build_graph, rank_results
+from chakra.simulate import (
+    Engine,
+    SimOptions,
+    SimResult,
+    SimulationError,
+    build_graph,
+    rank_results,
+)
+from chakra.simulate import simulate as simulate_graphs
 
 
 def node(node_id: int, duration: int, deps: tuple = (), *, tid: Optional[int] = 1,
@@ -29,13 +37,13 @@ def node(node_id: int, duration: int, deps: tuple = (), *, tid: Optional[int] = 
     return out
 
 
-def simulate(*ranks: list) -> Engine:
-    engine = Engine([build_graph(nodes, rank) for rank, nodes in enumerate(ranks)])
-    engine.run()
-    return engine
+def simulate(*ranks: list) -> SimResult:
+    """The library's run of one graph per rank (rank = position), without the model-only run."""
+    graphs = [build_graph(nodes, rank) for rank, nodes in enumerate(ranks)]
+    return simulate_graphs(graphs, SimOptions(explain=False))
 
 
-def times(engine: Engine, rank: int = 0) -> list[tuple[float, float]]:
+def times(engine: SimResult, rank: int = 0) -> list[tuple[float, float]]:
     return list(zip(engine.start[rank], engine.end[rank]))
 
 

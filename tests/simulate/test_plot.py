@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from chakra.errors import FileAccessError
-from chakra.simulate import Engine, build_graph, rank_results
+from chakra.simulate import SimOptions, SimResult, build_graph, rank_results, simulate
 from chakra.simulate.plot import (
     BINS,
     PlotFormatError,
@@ -26,16 +26,14 @@ from tests.simulate.test_engine import node
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def two_ranks(measured: bool = False) -> Engine:
+def two_ranks(measured: bool = False) -> SimResult:
     # rank 0 ends at 40 us, rank 1 at 300 us
     short = [node(1, 10), node(2, 30, (1,), stream=7)]
     long = [node(1, 100), node(2, 200, (1,), stream=7)]
     if measured:
         for item, start in zip(short + long, (1000, 1010, 1000, 1100)):
             item.start_time_micros = start
-    engine = Engine([build_graph(short, 0), build_graph(long, 1)])
-    engine.run()
-    return engine
+    return simulate([build_graph(short, 0), build_graph(long, 1)], SimOptions(explain=False))
 
 
 def test_busy_before_and_bins() -> None:

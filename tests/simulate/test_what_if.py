@@ -11,7 +11,7 @@ import pytest
 from chakra.errors import ChakraError
 from chakra.simulate.analysis import ScaleRule
 from chakra.simulate.network import NetworkModel
-from chakra.simulate.what_if import (
+from chakra.simulate.scenarios import (
     DEFAULT_SCENARIOS,
     Scenario,
     run_scenarios,

@@ -11,8 +11,7 @@ from chakra.convert.et_plus_input import load_et_plus
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link import LinkOptions, link_traces
 from chakra.link.et_plus import write_et_plus
-from chakra.simulate import Engine, build_graph
-from chakra.simulate.analysis import ScaleRule, scaled_graphs
+from chakra.simulate import ScaleRule, build_graph, what_if
 from chakra.synth import SynthOptions, generate_job
 
 FASTER_GPU = ["gpu=0.5", "comm=2"]  # GPU kernels, memcpys and memsets; not the network
@@ -26,10 +25,7 @@ def true_makespan(folder: Path) -> float:
 
 def simulated(et_plus: Path, rules: list[str]) -> float:
     graph = build_graph(convert_et_plus(load_et_plus(et_plus), ConvertOptions()).nodes)
-    graphs = scaled_graphs([graph], [ScaleRule.parse(rule) for rule in rules])[0]
-    engine = Engine(graphs)
-    engine.run()
-    return max(engine.end[0]) - min(engine.start[0])
+    return what_if([graph], [ScaleRule.parse(rule) for rule in rules]).makespans()[0]
 
 
 def test_a_faster_gpu_is_predicted_and_the_edges_are_why(tmp_path: Path) -> None:

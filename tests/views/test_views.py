@@ -11,7 +11,7 @@ import pytest
 
 from chakra.et import Node
 from chakra.pipeline import RankFiles, run_pipeline
-from chakra.simulate import Engine, build_graph
+from chakra.simulate import SimOptions, SimResult, build_graph, simulate
 from chakra.synth import SynthOptions, generate_job
 from chakra.views import (
     kernel_breakdown,
@@ -26,10 +26,9 @@ from chakra.views.idle import meeting_begins, stream_idle
 from tests.simulate.test_engine import node
 
 
-def run(*ranks: list) -> Engine:
-    engine = Engine([build_graph(nodes, rank) for rank, nodes in enumerate(ranks)])
-    engine.run()
-    return engine
+def run(*ranks: list) -> SimResult:
+    graphs = [build_graph(nodes, rank) for rank, nodes in enumerate(ranks)]
+    return simulate(graphs, SimOptions(explain=False))
 
 
 def launch_and_collective() -> list:

@@ -20,7 +20,7 @@ from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.inputs import ranks_in_folders
 from chakra.pipeline.resume import ET_PREFIX
 from chakra.pipeline.run import summary_table
-from chakra.simulate.what_if import DEFAULT_SCENARIOS, Scenario
+from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario
 
 
 def _scenario(text: str) -> Scenario:
@@ -65,6 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Every path may also be a URL (s3://bucket/job/, file:///shared/job, ...), "
         "read and written through fsspec.",
     )
+    _add_input_options(parser)
+    _add_output_options(parser)
+    _add_conversion_options(parser)
+    _add_execution_options(parser)
+    add_log_level_option(parser)
+    return parser
+
+
+def _add_input_options(parser: argparse.ArgumentParser) -> None:
+    """Where the traces are and the outputs go, and how many ranks run at once."""
     parser.add_argument("--host-trace", "--chakra-host-trace", "--pytorch-et-file",
                         dest="host_trace", type=location,
                         help="one rank: host execution trace")  # fmt: skip
@@ -84,7 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help=f"ranks prepared in parallel (1 to {arg_types.MAX_JOBS:,})",
     )
-    _add_output_options(parser)
+
+
+def _add_conversion_options(parser: argparse.ArgumentParser) -> None:
+    """How ranks are linked and their graphs written."""
     parser.add_argument("--allow-pid-mismatch", action="store_true",
                         help="link host and device traces whose process ids differ "
                              "(else an error: they are not one run)")  # fmt: skip
@@ -96,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "ASTRA-sim parses (the ASTRA-sim of 2026-03 aborts on any "
                              "METADATA node; by default the groups go to "
                              "PREFIX.comm_groups.json)")  # fmt: skip
+
+
+def _add_execution_options(parser: argparse.ArgumentParser) -> None:
+    """Resuming, the memory budget and where the per-rank work runs."""
     parser.add_argument(
         "--no-resume",
         action="store_true",
@@ -121,8 +138,6 @@ def build_parser() -> argparse.ArgumentParser:
         "local:N to start N local worker processes; paths must be on a "
         "file system the workers share",
     )
-    add_log_level_option(parser)
-    return parser
 
 
 def _ranks(args: argparse.Namespace) -> list[RankFiles]:

@@ -17,16 +17,15 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import UsageError
 from chakra.fileio import atomic_output
 from chakra.ingest.detect import TraceKind, require_kind
-from chakra.ranks.files import simulate_agreed
-from chakra.simulate.analysis import ScaleRule, critical_path, log_reference_lines
+from chakra.ranks.files import load_agreed
+from chakra.simulate import PathEntry, RankResult, ScaleRule, SimOptions, SimResult
+from chakra.simulate.analysis import log_reference_lines
 from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
-from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.plot import PlotFormatError, image_format, plot_makespans, plot_utilisation
-from chakra.simulate.result import RankResult, rank_results
-from chakra.simulate.run import chrome_trace, simulate_astra_files
+from chakra.simulate.replay import Replay, replay
+from chakra.simulate.run import chrome_trace, load_astra_graph
 from chakra.simulate.untimed import untimed_communication
-from chakra.simulate.what_if import run_what_if
 
 THREADS_STREAMS, ASTRA_SIM = "threads-streams", "astra-sim"
 logger = logging.getLogger(__name__)
@@ -40,6 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="+", metavar="FILE", help="one graph per rank, in order")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--timeline", type=Path, help="write the schedule as a Chrome trace")
+    _add_replay_options(parser)
+    _add_picture_options(parser)
+    add_log_level_option(parser)
+    return parser
+
+
+def _add_replay_options(parser: argparse.ArgumentParser) -> None:
+    """How nodes share the hardware (``--serialize-gpu``, ``--resources``) and the what-if
+    run (``--scale``, ``--network``)."""
     parser.add_argument(
         "--serialize-gpu",
         action="store_true",
@@ -77,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--resources astra-sim: ASTRA-sim's ring (GB/s of 2^30 bytes, latency per hop in "
         "µs), default ring:50:0.5",
     )
+
+
+def _add_picture_options(parser: argparse.ArgumentParser) -> None:
+    """The files drawn: ``--plot``, ``--plot-makespans``, and what ``--timeline`` shows."""
     parser.add_argument(
         "--plot",
         type=_image_path,
@@ -103,8 +115,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --timeline: a slice per node (each segment of a host op's own time) "
         "instead of one per op",
     )
-    add_log_level_option(parser)
-    return parser  # fmt: skip
 
 
 def _image_path(text: str) -> Path:
@@ -117,30 +127,18 @@ def _image_path(text: str) -> Path:
     return Path(text)
 
 
-def _what_if(
-    engine: Engine, rules: list[ScaleRule], network: Optional[NetworkModel]
-) -> tuple[list[Optional[float]], list[int]]:
-    """Makespans after scaling durations (of copies of the graphs) and/or with collectives
-    timed by a network model, and how many nodes each rule matched."""
-    if not rules and network is None:
-        return [None] * len(engine.graphs), []
-    outcome = run_what_if(engine, rules, network)
-    return [rank.makespan_us for rank in outcome.ranks], outcome.nodes_matched
-
-
-def _replay(
-    args: argparse.Namespace,
-) -> tuple[Engine, Optional[NetworkModel], Optional[AstraRing]]:
-    """The run of the chosen resource model, and the what-if network (threads-streams) or
-    ASTRA-sim's ring (astra-sim)."""
+def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
+    """The replay of the chosen resource model and its what-if: ``--network`` is the
+    what-if's model (threads-streams) or ASTRA-sim's ring (astra-sim)."""
     if args.resources != ASTRA_SIM:
         network = NetworkModel.parse(args.network) if args.network else None
-        return simulate_agreed(args.paths, args.serialize_gpu), network, None
+        return replay(load_agreed(args.paths, args.serialize_gpu), rules, network)
     if args.serialize_gpu:
         raise UsageError("--serialize-gpu: ASTRA-sim's model has one GPU slot per rank")
     network = NetworkModel.parse(args.network or DEFAULT_NETWORK)
     ring = AstraRing.from_network(network, len(args.paths))
-    return simulate_astra_files(args.paths, ring), None, ring
+    graphs = [load_astra_graph(path, rank) for rank, path in enumerate(args.paths)]
+    return replay(graphs, rules, options=SimOptions(ring=ring))
 
 
 def _simulate(args: argparse.Namespace) -> None:
@@ -149,32 +147,18 @@ def _simulate(args: argparse.Namespace) -> None:
     for path in args.paths:
         require_kind(path, (TraceKind.CHAKRA_ET, TraceKind.ET_PLUS, TraceKind.HOST_ET),
                      "chakra_sim", "Chakra ETs (.et) or ET+ JSON, one per rank")  # fmt: skip
-    engine, network, ring = _replay(args)
-    what_if, counts = _what_if(engine, rules, network)  # a rule matching nothing: no outputs
-    log_reference_lines(engine)
-    if ring is None and network is None:
-        _hint_untimed(engine)
-    results = rank_results(engine, explain=True)
-    paths = [critical_path(engine, r) for r in range(len(results))]
-    if args.timeline is not None:
-        with atomic_output(args.timeline, text=True) as out:
-            json.dump(chrome_trace(engine, args.compare, args.timeline_segments), out)
-    if args.plot is not None:
-        plot_utilisation(engine, args.plot)
-    if args.plot_makespans is not None:
-        plot_makespans(results, args.plot_makespans, what_if)
+    run = _replay(args, rules)  # a rule matching nothing: no outputs
+    result, what_if = run.result, run.what_if_makespans()
+    log_reference_lines(result)
+    if result.ring is None and not args.network:
+        _hint_untimed(result)
+    _write_pictures(args, run)
+    counts = run.what_if.nodes_matched if run.what_if is not None else ()
     applied = [{"rule": rule.text, "nodes": count} for rule, count in zip(rules, counts)]
     if args.json:
-        ranks = [
-            {**msgspec.to_builtins(result), "critical_path": [list(p) for p in path],
-             "what_if_makespan_us": scaled}
-            for result, path, scaled in zip(results, paths, what_if)
-        ]  # fmt: skip
-        document = {"ranks": ranks, "scale_rules": applied}
-        if ring is not None:
-            document["resources"] = {"model": ASTRA_SIM, "network": msgspec.to_builtins(ring)}
-        print(json.dumps(document))
+        print(json.dumps(_document(result, what_if, applied)))
         return
+    ring = result.ring
     if ring is not None:
         print(
             f"resources: astra-sim (per rank one cpu, gpu and comm slot; ring of "
@@ -182,12 +166,37 @@ def _simulate(args: argparse.Namespace) -> None:
         )
     for rule in applied:
         print(f"--scale {rule['rule']}: {rule['nodes']:,} nodes scaled (all ranks)")
-    for result, path, critical, scaled in zip(results, args.paths, paths, what_if):
-        _print_rank(result, path, critical, scaled)
+    for rank, path, critical, scaled in zip(result.ranks, args.paths, result.critical_paths,
+                                            what_if):  # fmt: skip
+        _print_rank(rank, path, critical, scaled)
 
 
-def _hint_untimed(engine: Engine) -> None:
-    untimed = untimed_communication(engine.graphs)
+def _write_pictures(args: argparse.Namespace, run: Replay) -> None:
+    """The ``--timeline``, ``--plot`` and ``--plot-makespans`` files asked for."""
+    if args.timeline is not None:
+        with atomic_output(args.timeline, text=True) as out:
+            json.dump(chrome_trace(run.result, args.compare, args.timeline_segments), out)
+    if args.plot is not None:
+        plot_utilisation(run.result, args.plot)
+    if args.plot_makespans is not None:
+        plot_makespans(list(run.result.ranks), args.plot_makespans, run.what_if_makespans())
+
+
+def _document(result: SimResult, what_if: list[Optional[float]], applied: list[dict]) -> dict:
+    """What ``--json`` prints."""
+    ranks = [
+        {**msgspec.to_builtins(rank), "critical_path": msgspec.to_builtins(path),
+         "what_if_makespan_us": scaled}
+        for rank, path, scaled in zip(result.ranks, result.critical_paths, what_if)
+    ]  # fmt: skip
+    document = {"ranks": ranks, "scale_rules": applied}
+    if result.ring is not None:
+        document["resources"] = {"model": ASTRA_SIM, "network": msgspec.to_builtins(result.ring)}
+    return document
+
+
+def _hint_untimed(result: SimResult) -> None:
+    untimed = untimed_communication(result.graphs)
     if untimed:
         logger.warning(
             "%d collectives, sends or receives have no duration and no measured time "
@@ -197,7 +206,9 @@ def _hint_untimed(engine: Engine) -> None:
         )
 
 
-def _print_rank(result: RankResult, path: str, critical: list, scaled: Optional[float]) -> None:
+def _print_rank(
+    result: RankResult, path: str, critical: Sequence[PathEntry], scaled: Optional[float]
+) -> None:
     measured = result.measured_makespan_us
     line = f"rank {result.rank} ({path}): simulated {result.simulated_makespan_us:,.0f} us"
     if measured is not None:
@@ -216,7 +227,7 @@ def _print_rank(result: RankResult, path: str, critical: list, scaled: Optional[
     for use in result.resources:
         print(f"  {use.resource:<24} busy {use.busy_us:>12,.0f} us  {use.utilisation:6.1%}")
     if critical:
-        shown = ", ".join(f"{name[:40]} {total:,.0f} us" for name, total in critical)
+        shown = ", ".join(f"{p.name[:40]} {p.total_us:,.0f} us" for p in critical)
         print(f"  critical path top: {shown}")
 
 

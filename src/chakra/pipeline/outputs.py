@@ -14,10 +14,11 @@ import msgspec
 from chakra.fileio import atomic_output
 from chakra.fileio.location import Location, copy_local_to, join, name_of
 from chakra.ingest.json_input import dump_finite
+from chakra.pipeline.rank_report import RankReport
 from chakra.ranks import Agreement
-from chakra.simulate.engine import Engine
 from chakra.simulate.run import chrome_trace
-from chakra.simulate.what_if import DEFAULT_SCENARIOS, Scenario, WhatIf, run_scenarios
+from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario, WhatIf, run_scenarios
+from chakra.simulate.sim_result import SimResult
 from chakra.views.busy import busy_series
 from chakra.views.html_report import write_report_html
 
@@ -56,27 +57,27 @@ def agreement_entry(agreement: Agreement, rewritten: list[int]) -> dict[str, Any
 
 
 def write_outputs(
-    engine: Engine,
-    entries: Sequence[dict[str, Any]],
+    result: SimResult,
+    reports: Sequence[RankReport],
     agreement: dict[str, Any],
     folder: Location,
     options: OutputOptions,
 ) -> OutputFiles:
-    """Run the what-if scenarios on ``engine`` (after its run; left as it was), then write
-    the timeline, plot, report (``entries``: the rank entries; ``agreement``: from
+    """Run the what-if scenarios on ``result`` (left as it is), then write
+    the timeline, plot, report (``reports``: the ranks'; ``agreement``: from
     :func:`agreement_entry`) and page into ``folder``."""
     if options.what_if is None:
-        what_if = run_scenarios(engine, DEFAULT_SCENARIOS, adapt=True)
+        what_if = run_scenarios(result, DEFAULT_SCENARIOS, adapt=True)
     else:
-        what_if = run_scenarios(engine, options.what_if)
+        what_if = run_scenarios(result, options.what_if)
     timeline = join(folder, TIMELINE)
     with atomic_output(timeline, text=True) as out:
-        dump_finite(chrome_trace(engine, compare=True), out, timeline)
+        dump_finite(chrome_trace(result, compare=True), out, timeline)
     picture = None
     if options.plot:
         picture = join(folder, PLOT)
-        _plot(engine, picture)
-    document = {"ranks": list(entries), "agreement": agreement,
+        _plot(result, picture)
+    document = {"ranks": [msgspec.to_builtins(r) for r in reports], "agreement": agreement,
                 "what_if": [msgspec.to_builtins(w) for w in what_if]}  # fmt: skip
     report = join(folder, REPORT)
     with atomic_output(report, text=True) as out:
@@ -85,18 +86,18 @@ def write_outputs(
     if options.html:
         page = join(folder, PAGE)
         title = f"Chakra pipeline report: {name_of(folder) or folder}"
-        write_report_html(page, document, busy_series(engine), title)
+        write_report_html(page, document, busy_series(result), title)
     return OutputFiles(timeline, picture, report, page, what_if)
 
 
-def _plot(engine: Engine, picture: Location) -> None:
+def _plot(result: SimResult, picture: Location) -> None:
     """The utilisation plot, drawn into a local file first when ``picture`` is a URL."""
     from chakra.simulate.plot import plot_utilisation
 
     if isinstance(picture, Path):
-        plot_utilisation(engine, picture)
+        plot_utilisation(result, picture)
         return
     with tempfile.TemporaryDirectory(prefix="chakra-plot-") as scratch:
         local = Path(scratch) / "utilisation.png"
-        plot_utilisation(engine, local)
+        plot_utilisation(result, local)
         copy_local_to(local, picture)

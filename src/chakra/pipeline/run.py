@@ -64,6 +64,7 @@ from chakra.pipeline.outputs import (
     agreement_entry,
     write_outputs,
 )
+from chakra.pipeline.rank_report import RankReport, rank_reports
 from chakra.pipeline.resume import (
     ET_PREFIX,
     digest_inputs,
@@ -74,11 +75,9 @@ from chakra.pipeline.resume import (
 )
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
 from chakra.ranks import agree_files, require_ends, rewrite_files
-from chakra.simulate.analysis import critical_path
-from chakra.simulate.result import RankResult, rank_results
+from chakra.simulate.replay import SimOptions
 from chakra.simulate.run import simulate_files
-from chakra.simulate.what_if import Scenario, WhatIf
-from chakra.views import rank_views
+from chakra.simulate.scenarios import Scenario, WhatIf
 from chakra.workers import process_pool
 
 logger = logging.getLogger(__name__)
@@ -97,7 +96,7 @@ class PipelineResult(msgspec.Struct, frozen=True):
     the ranks reused from an earlier run."""
 
     output_dir: Location
-    ranks: list[dict[str, Any]]
+    ranks: list[RankReport]
     timeline: Location
     plot: Optional[Location]
     report: Location
@@ -249,7 +248,7 @@ def run_pipeline(
     ``PEAK_PER_INPUT_BYTE`` (2) times its uncompressed input size; one rank always runs.
     ``et_prefix``, ``process_group_metadata``: see the module doc and ``ConvertOptions``.
     ``what_if``: scenarios run after the replay (one more simulation each); None runs
-    :data:`~chakra.simulate.what_if.DEFAULT_SCENARIOS`, an empty list none. ``plot`` and
+    :data:`~chakra.simulate.scenarios.DEFAULT_SCENARIOS`, an empty list none. ``plot`` and
     ``html``: write ``utilisation.png`` and ``report.html``.
     """
     if not et_prefix or "/" in et_prefix:
@@ -285,17 +284,12 @@ def _stages(
     if agreement.groups:
         groups = join(output_dir, f"{et_prefix}.comm_groups.json")
         write_comm_groups(groups, agreement.groups)
-    engine = simulate_files(ets)
-    results: list[RankResult] = rank_results(engine, explain=True)
-    views = rank_views(engine)
-    for r, (entry, result) in enumerate(zip(prepared, results)):
-        entry["simulation"] = msgspec.to_builtins(result)
-        entry["critical_path"] = [list(item) for item in critical_path(engine, r)]
-        entry["views"] = msgspec.to_builtins(views[r])
+    replay = simulate_files(ets, options=SimOptions(explain=True))
+    reports = rank_reports(prepared, replay)
     scenarios = None if what_if is None else tuple(what_if)
-    files = write_outputs(engine, prepared, agreement_entry(agreement, rewritten), output_dir,
+    files = write_outputs(replay, reports, agreement_entry(agreement, rewritten), output_dir,
                           OutputOptions(plot, html, scenarios))  # fmt: skip
-    return PipelineResult(output_dir, prepared, files.timeline, files.plot, files.report,
+    return PipelineResult(output_dir, reports, files.timeline, files.plot, files.report,
                           reused, join(output_dir, et_prefix), groups, files.html,
                           files.what_if)  # fmt: skip
 
@@ -341,19 +335,19 @@ def summary_table(result: PipelineResult) -> str:
     measured makespans. "-" where a value is unknown (no measured times)."""
     rows = ["rank  host ops linked  GPU ops linked    nodes  model-only  replay err  "
             "unexplained us   simulated us    measured us"]  # fmt: skip
-    for entry in result.ranks:
-        link, simulation = entry["link"], entry["simulation"]
+    for report in result.ranks:
+        link, simulation = report.link, report.simulation
         matched = sum(link["matched"].values())
-        nodes = sum(entry["convert"]["nodes_by_type"].values())
+        nodes = sum(report.convert["nodes_by_type"].values())
         gpu_total = link["gpu_ops_total"] - link["gpu_ops_outside_window"]
-        model, replay = simulation.get("model_only_error_pct"), simulation["error_pct"]
-        unexplained, measured = simulation.get("unexplained_us"), simulation["measured_makespan_us"]
+        model, replay = simulation.model_only_error_pct, simulation.error_pct
+        unexplained, measured = simulation.unexplained_us, simulation.measured_makespan_us
         rows.append(
-            f"{entry['rank']:>4}  {matched:>7}/{link['host_ops']:<7} "
+            f"{report.rank:>4}  {matched:>7}/{link['host_ops']:<7} "
             f"{link['gpu_ops_linked']:>6}/{gpu_total:<7} {nodes:>8} "
             f"{_cell(model, '{:+10.2f}%')} {_cell(replay, '{:+10.2f}%')} "
             f"{_cell(unexplained, '{:>14,.0f}')} "
-            f"{simulation['simulated_makespan_us']:>14,.0f} {_cell(measured, '{:>14,.0f}')}"
+            f"{simulation.simulated_makespan_us:>14,.0f} {_cell(measured, '{:>14,.0f}')}"
         )
     return "\n".join(rows)
 

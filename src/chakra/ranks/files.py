@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
+
+import msgspec
 
 from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader, EtWriter, NodeType, get_attr, set_attr
 from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.ranks.agree import P2P, Agreement, CommRecord, Fill, agree
-from chakra.simulate.engine import Engine
-from chakra.simulate.model import SimulationError, build_graph
-from chakra.simulate.run import load_graph, simulate_files
+from chakra.simulate.model import SimGraph, SimulationError, build_graph
+from chakra.simulate.replay import SimOptions, simulate
+from chakra.simulate.run import load_graph
+from chakra.simulate.sim_result import SimResult
 
 logger = logging.getLogger(__name__)
 
@@ -136,14 +139,22 @@ def rewrite_files(paths: Sequence[PathLike], agreement: Agreement) -> list[int]:
     return done
 
 
-def simulate_agreed(paths: Sequence[PathLike], serialize_gpu: bool = False) -> Engine:
-    """Simulate the ranks together with the agreement's fills applied to the nodes read
-    (the files are left as they are). Several Chakra ET files are read twice: once for
-    their communication nodes, once to build the graphs; anything else (one file, ET+) is
-    simulated as given."""
+def simulate_agreed(
+    paths: Sequence[PathLike], serialize_gpu: bool = False, options: Optional[SimOptions] = None
+) -> SimResult:
+    """Simulate the ranks together (:func:`chakra.simulate.simulate` with ``options``) with
+    the agreement's fills applied to the nodes read (the files are left as they are)."""
+    return simulate(load_agreed(paths, serialize_gpu), options)
+
+
+def load_agreed(paths: Sequence[PathLike], serialize_gpu: bool = False) -> list[SimGraph]:
+    """One graph per rank (rank = position in ``paths``) with the agreement's fills
+    applied to the nodes read (the files are left as they are). Several Chakra ET files
+    are read twice: once for their communication nodes, once to build the graphs;
+    anything else (one file, ET+) is read as given."""
     kinds = {sniff_kind(p) for p in paths}
     if len(paths) < 2 or kinds != {TraceKind.CHAKRA_ET}:
-        return simulate_files(paths, serialize_gpu)
+        return [load_graph(p, rank, serialize_gpu) for rank, p in enumerate(paths)]
     agreement = agree_files(paths)
     graphs = []
     for rank, path in enumerate(paths):
@@ -156,8 +167,5 @@ def simulate_agreed(paths: Sequence[PathLike], serialize_gpu: bool = False) -> E
                 graph = build_graph(patched(reader, fills), rank, serialize_gpu)
             except SimulationError as exc:
                 raise SimulationError(f"{path}: {exc}") from exc
-            graph.source = str(path)
-            graphs.append(graph)
-    engine = Engine(graphs)
-    engine.run()
-    return engine
+            graphs.append(msgspec.structs.replace(graph, source=str(path)))
+    return graphs

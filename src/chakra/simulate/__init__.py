@@ -3,10 +3,24 @@ order, and start times are a longest path over the graph, computed in one pass
 (:mod:`chakra.simulate.sweep`), with an event-driven simulation for the graphs that pass does
 not take (cycles, deadlocks; :mod:`chakra.simulate.events`). ASTRA-sim's resource model (one
 CPU, GPU and communication slot per rank, its analytical ring) is there to compare with it
-(:mod:`chakra.simulate.astra_events`)."""
+(:mod:`chakra.simulate.astra_events`).
 
+The library: :func:`simulate` and :func:`what_if` (:mod:`chakra.simulate.replay`) take
+:class:`SimGraph` s (:func:`load_graph` reads one from a file) and return a frozen
+:class:`SimResult`, which the analyses and views read. ``Engine`` is the implementation,
+exported for the tests that drive it directly."""
+
+from chakra.simulate.analysis import ScaleRule
 from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph, SimulationError, build_graph
-from chakra.simulate.result import RankResult, rank_results
+from chakra.simulate.network import NetworkModel
+from chakra.simulate.replay import SimOptions, simulate, what_if
+from chakra.simulate.result import rank_results
+from chakra.simulate.run import load_graph, simulate_files
+from chakra.simulate.sim_result import PathEntry, RankResult, ResourceUse, SimResult
 
-__all__ = ["Engine", "RankResult", "SimGraph", "SimulationError", "build_graph", "rank_results"]
+__all__ = [
+    "Engine", "NetworkModel", "PathEntry", "RankResult", "ResourceUse", "ScaleRule",
+    "SimGraph", "SimOptions", "SimResult", "SimulationError", "build_graph", "load_graph",
+    "rank_results", "simulate", "simulate_files", "what_if",
+]  # fmt: skip

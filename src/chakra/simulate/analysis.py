@@ -14,8 +14,9 @@ import msgspec
 import numpy as np
 
 from chakra.errors import ChakraError
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_result import PathEntry, SimResult
+from chakra.simulate.times import rerun
 
 logger = logging.getLogger("chakra.simulate.trace")
 #: Names of the nodes the converter adds for measured time the graph does not explain: a
@@ -120,26 +121,24 @@ def scaled_graphs(
     return out, counts
 
 
-def model_only(engine: Engine) -> Engine:
-    """A second run of ``engine``'s graphs (copies) with every ``[delay]`` and ``[idle]``
+def model_only(result: SimResult) -> SimResult:
+    """A second run of ``result``'s graphs (copies) with every ``[delay]`` and ``[idle]``
     node taking no time: the makespan the graph's own ops and dependencies explain. Same
     network model and take order (it does not depend on durations); costs one more run."""
     graphs = []
-    for graph in engine.graphs:
+    for graph in result.graphs:
         durations = np.frombuffer(graph.duration_us, dtype=np.float64).copy()
         durations[unexplained_nodes(graph)] = 0.0
         graphs.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
-    model = engine.with_graphs(graphs)
-    model.run()
-    return model
+    return rerun(result, graphs)
 
 
-def critical_chain(engine: Engine, rank: int = 0) -> list[int]:
+def critical_chain(result: SimResult, rank: int = 0) -> list[int]:
     """Node positions on the chain of binding constraints that ends at the last node to
     finish, last first. At each step the binding predecessor is the dependency (first in
     ``data_deps`` order) or else the resource's previous node whose end equals this node's
     start. Array sorts, then one step per chain node."""
-    graph, start, end = engine.graphs[rank], engine.start[rank], engine.end[rank]
+    graph, start, end = result.graphs[rank], result.start[rank], result.end[rank]
     count = len(graph.ids)
     if not count:
         return []
@@ -169,30 +168,30 @@ def critical_chain(engine: Engine, rank: int = 0) -> list[int]:
     return chain
 
 
-def critical_path(engine: Engine, rank: int = 0, top: int = 5) -> list[tuple[str, float]]:
+def critical_path(result: SimResult, rank: int = 0, top: int = 5) -> list[PathEntry]:
     """Names on :func:`critical_chain` with their summed durations, largest first."""
-    start, end, names = engine.start[rank], engine.end[rank], engine.graphs[rank].names
+    start, end, names = result.start[rank], result.end[rank], result.graphs[rank].names
     totals: Counter[str] = Counter()
-    for node in critical_chain(engine, rank):
+    for node in critical_chain(result, rank):
         totals[names[node]] += end[node] - start[node]
-    return totals.most_common(top)
+    return [PathEntry(name, total) for name, total in totals.most_common(top)]
 
 
-def unexplained_on_path(engine: Engine, rank: int = 0) -> float:
+def unexplained_on_path(result: SimResult, rank: int = 0) -> float:
     """Total time (µs) of the ``[delay]`` and ``[idle]`` nodes on :func:`critical_chain`:
     how much of the replayed makespan the graph's ops do not explain."""
-    start, end, names = engine.start[rank], engine.end[rank], engine.graphs[rank].names
-    chain = critical_chain(engine, rank)
+    start, end, names = result.start[rank], result.end[rank], result.graphs[rank].names
+    chain = critical_chain(result, rank)
     return float(sum(end[n] - start[n] for n in chain if names[n] in (DELAY, IDLE)))
 
 
-def log_reference_lines(engine: Engine) -> None:
+def log_reference_lines(result: SimResult) -> None:
     """The reference simulator's issue/complete lines, at DEBUG (off unless asked for), so
     that existing log scrapers keep working. Written after the run, not in its hot loop."""
     if not logger.isEnabledFor(logging.DEBUG):
         return
-    for r, graph in enumerate(engine.graphs):
-        start, end = engine.start[r], engine.end[r]
+    for r, graph in enumerate(result.graphs):
+        start, end = result.start[r], result.end[r]
         for node in sorted(range(len(graph.ids)), key=lambda n: (start[n], graph.ids[n])):
             resource = graph.resource[node]
             key = graph.resources[resource] if resource != NO_RESOURCE else ("thread", None)

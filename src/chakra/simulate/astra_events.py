@@ -40,9 +40,6 @@ class AstraEngine(Engine):
         super().__init__(graphs)
         self.ring = ring
 
-    def with_graphs(self, graphs: Sequence[SimGraph]) -> Engine:
-        return AstraEngine(graphs, self.ring)
-
     def _run(self) -> None:
         AstraEventSimulation(self.graphs, self.ring, self.start, self.end).run()
 

@@ -32,7 +32,15 @@ class Engine:
     """Simulate one or more ranks' graphs together. ``run`` fills ``start``/``end`` (µs,
     per rank, per node index). A collective occupies each member's stream from its arrival
     and ends on all of them at the latest arrival plus the shortest duration any member
-    recorded (that of the member that did not wait: the transfer itself)."""
+    recorded (that of the member that did not wait: the transfer itself).
+
+    Internal to :mod:`chakra.simulate`: the library runs it through
+    :func:`chakra.simulate.times.run_graphs` and hands out the frozen
+    :class:`~chakra.simulate.sim_result.SimResult`."""
+
+    #: no ASTRA-sim ring (:class:`~chakra.simulate.astra_events.AstraEngine` has one): an
+    #: engine read as a result after ``run()`` (older callers) reruns the same model
+    ring = None
 
     def __init__(self, graphs: Sequence[SimGraph], network: Optional[NetworkModel] = None) -> None:
         self.graphs = list(graphs)
@@ -51,10 +59,6 @@ class Engine:
         if len(firsts) < 2 or min(firsts) < 0:
             return [0.0] * len(firsts)
         return [first - min(firsts) for first in firsts]
-
-    def with_graphs(self, graphs: Sequence[SimGraph]) -> Engine:
-        """A new engine of the same model (and network) for ``graphs`` (not run)."""
-        return Engine(graphs, self.network)
 
     def run(self) -> None:
         """Simulate; on big graphs a phase of its own, a line when it begins and one when it

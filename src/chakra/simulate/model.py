@@ -45,9 +45,10 @@ class CommKey(msgspec.Struct, frozen=True):
     size_bytes: int = 0
 
 
-class SimGraph(msgspec.Struct):
-    """Arrays of one rank's graph. ``resource[i]`` indexes ``resources`` (or -1: runs
-    without waiting for any resource). ``pred_start[i]:pred_start[i+1]`` slices ``preds``."""
+class SimGraph(msgspec.Struct, frozen=True):
+    """Arrays of one rank's graph, read only (a what-if makes new graphs). ``resource[i]``
+    indexes ``resources`` (or -1: runs without waiting for any resource).
+    ``pred_start[i]:pred_start[i+1]`` slices ``preds``."""
 
     rank: int
     ids: array
@@ -87,6 +88,7 @@ class SimGraph(msgspec.Struct):
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
                    "duration_ns", "runs_on_host", "segment_of"})  # fmt: skip
 _COMM_TYPE_VALUES = frozenset(int(t) for t in COMM_TYPES)  # plain ints: faster to look up
+_COLL = int(NodeType.COMM_COLL_NODE)
 
 
 def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False) -> SimGraph:
@@ -101,32 +103,25 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
     the ones a check of each node in turn would raise first: a repeated id is reported
     before any error of a later node (a bad attribute value, a file that cannot be read),
     and an unknown dependency only once every node has been read."""
-    ids, names, durations, measured = array("q"), [], array("d"), array("d")
-    resource, deps, dep_start = array("q"), array("Q"), array("q", [0])
-    resource_index: dict[tuple, int] = {}
-    comm: dict[int, CommKey] = {}
-    group_count: dict[str, int] = {}
-    parent_id, segment_of = array("q"), {}
+    reader = _NodeReader(serialize_gpu)
     # the pass allocates no reference cycles: the collector would only rescan the nodes
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _read_nodes(nodes, serialize_gpu, ids, names, durations, measured, resource,
-                    resource_index, deps, dep_start, comm, group_count, parent_id,
-                    segment_of)  # fmt: skip
+        reader.read(nodes)
     except Exception:
-        repeated = repeated_id_error(rank, ids)
+        repeated = repeated_id_error(rank, reader.ids)
         if repeated is not None:  # checked node by node, the repeat would have been met first
             raise repeated from None
         raise
     finally:
         if collecting:
             gc.enable()
-    graph = assemble_graph(rank, ids, names, durations, measured, resource, resource_index,
-                           deps, dep_start, comm)  # fmt: skip
-    check_durations(durations, ids, names)
-    graph.parent_id, graph.segment_of = parent_id, segment_of
-    return graph
+    graph = assemble_graph(rank, reader.ids, reader.names, reader.durations, reader.measured,
+                           reader.resource, reader.resource_index, reader.deps,
+                           reader.dep_start, reader.comm)  # fmt: skip
+    check_durations(reader.durations, reader.ids, reader.names)
+    return msgspec.structs.replace(graph, parent_id=reader.parent_id, segment_of=reader.segment_of)
 
 
 def assemble_graph(rank: int, ids: array, names: list[str], durations: array, measured: array,
@@ -207,85 +202,110 @@ def _repeated(rank: int, ids: array, position: int) -> SimulationError:
     return SimulationError(f"rank {rank}: node id {ids[position]} appears twice")
 
 
-def _read_nodes(nodes: Iterable[Any], serialize_gpu: bool, ids: array, names: list[str],
-                durations: array, measured: array, resource: array,
-                resource_index: dict[tuple, int], deps: array, dep_start: array,
-                comm: dict[int, CommKey], group_count: dict[str, int], parent_id: array,
-                segment_of: dict[int, int]) -> None:  # fmt: skip
-    """The per-node pass of :func:`build_graph`: appends to every array it is given."""
-    ids_append, names_append, durations_append = ids.append, names.append, durations.append
-    measured_append, resource_append = measured.append, resource.append
-    deps_fromlist, dep_start_append = deps.fromlist, dep_start.append
-    read, comm_types, coll = _READ, _COMM_TYPE_VALUES, int(NodeType.COMM_COLL_NODE)
-    parent_append = parent_id.append
-    node: Any = None
-    try:
-        for position, node in enumerate(nodes):
-            ids_append(node.id)
-            names_append(node.name)
-            start = node.start_time_micros
-            measured_append(float(start) if start else -1.0)
-            is_cpu_op, on_host = True, False
-            tid = stream = device = duration_ns = None
-            values = None
-            for attr in node.attr[:]:  # a list made in C: faster to walk than the container
-                name = attr.name
-                if name in read:  # a nonzero member is the one set: the common case, read directly
-                    if name == "is_cpu_op":
-                        is_cpu_op = attr.bool_val or _value(attr)
-                    elif name == "runs_on_host":
-                        on_host = attr.bool_val or _value(attr)
-                    elif name == "tid":
-                        tid = attr.int64_val or _int_value(attr)
-                    elif name == "duration_ns":
-                        duration_ns = attr.int64_val or _int_value(attr)
-                    elif name == "stream":
-                        stream = attr.int64_val or _int_value(attr)
-                    elif name == "device":
-                        device = attr.int64_val or _int_value(attr)
-                    elif name == "segment_of":
-                        op_id = _value(attr)
-                        if op_id.__class__ is int:  # not a bool, nor any other kind
-                            segment_of[position] = op_id
-                        else:  # the last one counts, as for every attribute
-                            segment_of.pop(position, None)
-                    else:  # the communication attributes
-                        if values is None:
-                            values = {}
-                        values[name] = _value(attr)
-            if duration_ns is not None:  # exact duration of a fractional-µs op
-                durations_append(duration_ns / 1000.0)
-            else:
-                durations_append(float(node.duration_micros))
-            if is_cpu_op or on_host:
-                key = ("thread", int(tid)) if tid is not None else None
-            else:
-                device = int(device or 0)
-                if serialize_gpu:  # the reference before stream ids: one slot per device
-                    key = ("stream", device, "all")
-                else:
-                    key = ("stream", device, int(stream) if stream is not None else 0)
-            if key is None:
-                resource_append(NO_RESOURCE)
-            else:
-                slot = resource_index.get(key)
-                if slot is None:
-                    slot = resource_index[key] = len(resource_index)
-                resource_append(slot)
-            ctrl = node.ctrl_deps
-            parent_append(ctrl[0] if ctrl and ctrl[0] <= _MAX_ID else -1)
-            deps_fromlist(node.data_deps[:])  # as for attr: faster than extend(container)
-            dep_start_append(len(deps))
-            node_type = node.type
-            if node_type in comm_types:
+class _NodeReader:
+    """The per-node pass of :func:`build_graph`: appends each node's fields to flat arrays
+    (one entry per node; ``deps`` the dependency ids one node after the other, ``dep_start``
+    where each node's begin) and numbers the resources and each group's communications."""
+
+    def __init__(self, serialize_gpu: bool) -> None:
+        self.serialize_gpu = serialize_gpu
+        self.ids, self.names, self.durations = array("q"), [], array("d")
+        self.measured, self.resource = array("d"), array("q")
+        self.deps, self.dep_start = array("Q"), array("q", [0])
+        self.resource_index: dict[tuple, int] = {}
+        self.comm: dict[int, CommKey] = {}
+        self.group_count: dict[str, int] = {}
+        self.parent_id: array = array("q")
+        self.segment_of: dict[int, int] = {}
+
+    def read(self, nodes: Iterable[Any]) -> None:
+        """Read every node; raises SimulationError naming the first node at fault."""
+        node: Any = None
+        try:
+            for position, node in enumerate(nodes):
+                self._read_node(position, node)
+        except (SimulationError, OverflowError, TypeError, ValueError) as exc:  # a node's fault
+            raise node_error(node, exc) from None
+
+    def _read_node(self, position: int, node: Any) -> None:
+        self.ids.append(node.id)
+        self.names.append(node.name)
+        start = node.start_time_micros
+        self.measured.append(float(start) if start else -1.0)
+        on_host, tid, stream, device, duration_ns, values = self._attributes(node, position)
+        if duration_ns is not None:  # exact duration of a fractional-µs op
+            self.durations.append(duration_ns / 1000.0)
+        else:
+            self.durations.append(float(node.duration_micros))
+        self.resource.append(self._slot(on_host, tid, stream, device))
+        ctrl = node.ctrl_deps
+        self.parent_id.append(ctrl[0] if ctrl and ctrl[0] <= _MAX_ID else -1)
+        self.deps.fromlist(node.data_deps[:])  # a list made in C: faster than the container
+        self.dep_start.append(len(self.deps))
+        if node.type in _COMM_TYPE_VALUES:
+            self._communication(position, node.type, values or {})
+
+    def _attributes(self, node: Any, position: int) -> tuple:
+        """What the pass reads of a node's attributes: whether it runs on a host thread,
+        its tid, stream, device and ``duration_ns`` (None when unset), and the
+        communication attributes by name (None when it has none); records ``segment_of``."""
+        is_cpu_op, on_host = True, False
+        tid = stream = device = duration_ns = values = None
+        for attr in node.attr[:]:  # a list made in C: faster to walk than the container
+            name = attr.name
+            if name not in _READ:
+                continue
+            # a nonzero member is the one set: the common case, read directly
+            if name == "is_cpu_op":
+                is_cpu_op = attr.bool_val or _value(attr)
+            elif name == "runs_on_host":
+                on_host = attr.bool_val or _value(attr)
+            elif name == "tid":
+                tid = attr.int64_val or _int_value(attr)
+            elif name == "duration_ns":
+                duration_ns = attr.int64_val or _int_value(attr)
+            elif name == "stream":
+                stream = attr.int64_val or _int_value(attr)
+            elif name == "device":
+                device = attr.int64_val or _int_value(attr)
+            elif name == "segment_of":
+                self._segment_of(position, _value(attr))
+            else:  # the communication attributes
                 if values is None:
                     values = {}
-                pg = str(values.get("pg_name") or "")
-                comm_type = values.get("comm_type")
-                count = group_count.get(pg, 0)
-                is_coll = node_type == coll and comm_type is not None
-                comm[position] = CommKey(pg, count, int(comm_type) if is_coll else -1,
-                                         int(values.get("comm_size") or 0))  # fmt: skip
-                group_count[pg] = count + 1
-    except (SimulationError, OverflowError, TypeError, ValueError) as exc:  # a node's fault
-        raise node_error(node, exc) from None
+                values[name] = _value(attr)
+        return is_cpu_op or on_host, tid, stream, device, duration_ns, values
+
+    def _segment_of(self, position: int, op_id: Any) -> None:
+        if op_id.__class__ is int:  # not a bool, nor any other kind
+            self.segment_of[position] = op_id
+        else:  # the last one counts, as for every attribute
+            self.segment_of.pop(position, None)
+
+    def _slot(self, on_host: bool, tid: Any, stream: Any, device: Any) -> int:
+        """The resource slot of a node: its thread on the host, its (device, stream) or,
+        with ``serialize_gpu``, its device's one slot; NO_RESOURCE for a host node
+        without a tid."""
+        if on_host:
+            if tid is None:
+                return NO_RESOURCE
+            key: tuple = ("thread", int(tid))
+        else:
+            device = int(device or 0)
+            if self.serialize_gpu:  # the reference before stream ids: one slot per device
+                key = ("stream", device, "all")
+            else:
+                key = ("stream", device, int(stream) if stream is not None else 0)
+        slot = self.resource_index.get(key)
+        if slot is None:
+            slot = self.resource_index[key] = len(self.resource_index)
+        return slot
+
+    def _communication(self, position: int, node_type: int, values: dict[str, Any]) -> None:
+        pg = str(values.get("pg_name") or "")
+        comm_type = values.get("comm_type")
+        count = self.group_count.get(pg, 0)
+        is_coll = node_type == _COLL and comm_type is not None
+        self.comm[position] = CommKey(pg, count, int(comm_type) if is_coll else -1,
+                                      int(values.get("comm_size") or 0))  # fmt: skip
+        self.group_count[pg] = count + 1

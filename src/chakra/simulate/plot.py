@@ -18,9 +18,9 @@ import numpy as np
 
 from chakra.errors import ChakraError, PathLike, PlotFormatError
 from chakra.fileio import atomic_output
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph
 from chakra.simulate.result import RankResult
+from chakra.simulate.sim_result import SimResult
 
 BINS = 200
 #: Height of a resource's band in a utilisation panel (1: bands touch).
@@ -128,7 +128,7 @@ def _panel(axis: Any, graph: SimGraph, starts: np.ndarray, ends: np.ndarray, ori
     axis.set_ylim(0, max(len(order), 1))
 
 
-def utilisation_figure(engine: Engine) -> Any:
+def utilisation_figure(result: SimResult) -> Any:
     """A matplotlib Figure: one row per rank; a column of the simulated schedule and, when
     the graphs carry measured starts, one of the measured schedule. In each panel every
     host thread (blue) and GPU stream (orange) is a band whose height is its busy fraction
@@ -136,10 +136,10 @@ def utilisation_figure(engine: Engine) -> Any:
     (simulated: the first simulated start; measured: the first measured start of any
     rank), up to the longer of the two spans."""
     figure_type = _matplotlib_figure()
-    graphs = engine.graphs
+    graphs = result.graphs
     simulated = [
         (np.frombuffer(start, np.float64), np.frombuffer(end, np.float64))
-        for start, end in zip(engine.start, engine.end)
+        for start, end in zip(result.start, result.end)
     ]
     measured = [_measured(graph) for graph in graphs]
     columns = [("simulated", simulated)]
@@ -168,9 +168,9 @@ def utilisation_figure(engine: Engine) -> Any:
     return figure
 
 
-def plot_utilisation(engine: Engine, path: PathLike) -> None:
-    """Write :func:`utilisation_figure` of ``engine`` to ``path`` (:func:`save_figure`)."""
-    save_figure(utilisation_figure(engine), path)
+def plot_utilisation(result: SimResult, path: PathLike) -> None:
+    """Write :func:`utilisation_figure` of ``result`` to ``path`` (:func:`save_figure`)."""
+    save_figure(utilisation_figure(result), path)
 
 
 def makespan_figure(results: Sequence[RankResult],

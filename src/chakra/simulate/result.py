@@ -8,35 +8,10 @@ from typing import Optional
 import msgspec
 
 from chakra.simulate.analysis import model_only, unexplained_on_path
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_result import RankResult, ResourceUse, SimResult
 
-
-class ResourceUse(msgspec.Struct, frozen=True):
-    resource: str
-    busy_us: float
-    utilisation: float
-
-
-class RankResult(msgspec.Struct, frozen=True):
-    """``simulated_makespan_us``: first start to last end. ``measured_makespan_us`` and
-    ``error_pct`` when the graph carries measured starts (``start_time_micros``).
-
-    With ``rank_results(..., explain=True)``: ``model_only_makespan_us``, the makespan with
-    every ``[delay]`` and ``[idle]`` node taking no time (what the ops and their
-    dependencies explain), its ``model_only_error_pct`` against the measured makespan, and
-    ``unexplained_us``, the time of ``[delay]``/``[idle]`` nodes on the replay's critical
-    path; else None."""
-
-    rank: int
-    nodes: int
-    simulated_makespan_us: float
-    measured_makespan_us: Optional[float]
-    error_pct: Optional[float]
-    resources: list[ResourceUse]
-    model_only_makespan_us: Optional[float] = None
-    model_only_error_pct: Optional[float] = None
-    unexplained_us: Optional[float] = None
+__all__ = ["RankResult", "ResourceUse", "rank_results"]
 
 
 def _label(key: tuple) -> str:
@@ -54,8 +29,8 @@ def _measured(graph: SimGraph) -> Optional[float]:
     return max(s + d for s, d in starts) - min(s for s, _ in starts)
 
 
-def _makespan(engine: Engine, rank: int) -> float:
-    starts, ends = engine.start[rank], engine.end[rank]
+def _makespan(result: SimResult, rank: int) -> float:
+    starts, ends = result.start[rank], result.end[rank]
     return (max(ends) - min(starts)) if len(starts) else 0.0
 
 
@@ -63,15 +38,15 @@ def _error(makespan: float, measured: Optional[float]) -> Optional[float]:
     return 100.0 * (makespan - measured) / measured if measured else None
 
 
-def rank_results(engine: Engine, explain: bool = False) -> list[RankResult]:
-    """Per rank, after ``engine.run()``. ``explain`` adds the model-only fields: a second
+def rank_results(result: SimResult, explain: bool = False) -> list[RankResult]:
+    """Per rank of ``result``. ``explain`` adds the model-only fields: a second
     run (:func:`chakra.simulate.analysis.model_only`, as long as the first) and a walk of
     each rank's critical path."""
-    model = model_only(engine) if explain else None
+    model = model_only(result) if explain else None
     results = []
-    for r, graph in enumerate(engine.graphs):
-        starts, ends = engine.start[r], engine.end[r]
-        makespan = _makespan(engine, r)
+    for r, graph in enumerate(result.graphs):
+        starts, ends = result.start[r], result.end[r]
+        makespan = _makespan(result, r)
         busy = [0.0] * len(graph.resources)
         for i, resource in enumerate(graph.resource):
             if resource != NO_RESOURCE:
@@ -81,15 +56,15 @@ def rank_results(engine: Engine, explain: bool = False) -> list[RankResult]:
             for k, key in enumerate(graph.resources)
         ]
         measured = _measured(graph)
-        result = RankResult(graph.rank, len(graph.ids), makespan, measured,
-                            _error(makespan, measured), uses)  # fmt: skip
+        rank = RankResult(graph.rank, len(graph.ids), makespan, measured,
+                          _error(makespan, measured), uses)  # fmt: skip
         if model is not None:
             alone = _makespan(model, r)
-            result = msgspec.structs.replace(
-                result,
+            rank = msgspec.structs.replace(
+                rank,
                 model_only_makespan_us=alone,
                 model_only_error_pct=_error(alone, measured),
-                unexplained_us=unexplained_on_path(engine, r),
+                unexplained_us=unexplained_on_path(result, r),
             )
-        results.append(result)
+        results.append(rank)
     return results

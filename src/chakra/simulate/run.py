@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Optional
+
+import msgspec
 
 from chakra.errors import PathLike
 from chakra.et.reader import EtReader
 from chakra.ingest.detect import TraceKind, sniff_kind
-from chakra.simulate.astra_events import AstraEngine
 from chakra.simulate.astra_graph import build_astra_graph
 from chakra.simulate.astra_network import AstraRing
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph, SimulationError, build_graph
+from chakra.simulate.replay import SimOptions, simulate
+from chakra.simulate.sim_result import SimResult
 from chakra.simulate.timeline import chrome_trace as chrome_trace  # re-exported
 
 GraphBuilder = Callable[[Iterable[Any], int], SimGraph]
@@ -30,9 +32,7 @@ def load_astra_graph(path: PathLike, rank: int) -> SimGraph:
 
 
 def _load_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
-    graph = _read_graph(path, rank, build)
-    graph.source = str(path)
-    return graph
+    return msgspec.structs.replace(_read_graph(path, rank, build), source=str(path))
 
 
 def _read_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
@@ -48,18 +48,24 @@ def _read_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
         raise SimulationError(f"{path}: {exc}") from exc
 
 
-def simulate_files(paths: Sequence[PathLike], serialize_gpu: bool = False) -> Engine:
-    """Simulate one graph per rank (rank = position in ``paths``), together."""
-    engine = Engine([load_graph(p, rank, serialize_gpu) for rank, p in enumerate(paths)])
-    engine.run()
-    return engine
+def simulate_files(
+    paths: Sequence[PathLike],
+    serialize_gpu: bool = False,
+    options: Optional[SimOptions] = None,
+) -> SimResult:
+    """:func:`~chakra.simulate.replay.simulate` one graph per rank (rank = position in
+    ``paths``), together; ``options`` None: the defaults without the model-only run."""
+    options = options or SimOptions(explain=False)
+    return simulate([load_graph(p, rank, serialize_gpu) for rank, p in enumerate(paths)], options)
 
 
-def simulate_astra_files(paths: Sequence[PathLike], ring: AstraRing) -> AstraEngine:
+def simulate_astra_files(
+    paths: Sequence[PathLike], ring: AstraRing, explain: bool = False
+) -> SimResult:
     """Simulate one graph per rank (rank = position in ``paths``) with ASTRA-sim's resource
     model and ring (:mod:`chakra.simulate.astra_events`), reading the files as ASTRA-sim
     does: as they are, without the cross-rank fills :func:`chakra.ranks.files.
-    simulate_agreed` applies."""
-    engine = AstraEngine([load_astra_graph(p, rank) for rank, p in enumerate(paths)], ring)
-    engine.run()
-    return engine
+    simulate_agreed` applies. ``explain``: as :class:`~chakra.simulate.replay.SimOptions`
+    says."""
+    graphs = [load_astra_graph(p, rank) for rank, p in enumerate(paths)]
+    return simulate(graphs, SimOptions(ring=ring, explain=explain))

@@ -31,9 +31,9 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.simulate.analysis import critical_chain
-from chakra.simulate.engine import Engine
 from chakra.simulate.meeting import START_RESOLUTION_US
 from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_result import SimResult
 from chakra.simulate.timeline_flows import flow_events, to_ns, to_us
 
 _START_RESOLUTION_NS = round(START_RESOLUTION_US * 1000)
@@ -52,25 +52,27 @@ class Slice(msgspec.Struct, frozen=True):
     moved_ns: int = 0
 
 
-def chrome_trace(engine: Engine, compare: bool = False, segments: bool = False) -> dict[str, Any]:
-    """The trace of ``engine`` after ``run()`` (a JSON-ready dict; times in µs with
+def chrome_trace(
+    result: SimResult, compare: bool = False, segments: bool = False
+) -> dict[str, Any]:
+    """The trace of ``result`` (a JSON-ready dict; times in µs with
     nanosecond precision). ``compare`` adds the measured processes; ``segments`` shows
     each node as its own slice instead of whole ops. Linear in nodes and edges, plus a sort
     per track."""
     events: list[dict[str, Any]] = []
-    ranks = [graph.rank for graph in engine.graphs]
+    ranks = [graph.rank for graph in result.graphs]
     base = max(ranks, default=-1) + 1
-    for r, graph in enumerate(engine.graphs):
-        start, end = engine.start[r], engine.end[r]
+    for r, graph in enumerate(result.graphs):
+        start, end = result.start[r], result.end[r]
         spans = [(to_ns(start[i]), to_ns(end[i])) for i in range(len(graph.ids))]
         events += _process(graph, graph.rank, "simulated", spans, segments)
-        events += _critical_track(engine, r, spans)
+        events += _critical_track(result, r, spans)
     if compare:
-        for r, graph in enumerate(engine.graphs):
-            spans = _measured_spans(engine, r)
+        for r, graph in enumerate(result.graphs):
+            spans = _measured_spans(result, r)
             if spans is not None:
                 events += _process(graph, base + graph.rank, "measured", spans, segments)
-    events += flow_events(engine)
+    events += flow_events(result)
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
@@ -84,14 +86,14 @@ def track_label(key: tuple, devices: int) -> str:
     return f"device {key[1]} stream {key[2]}" if devices > 1 else f"stream {key[2]}"
 
 
-def _measured_spans(engine: Engine, r: int) -> Optional[list[tuple[int, int]]]:
+def _measured_spans(result: SimResult, r: int) -> Optional[list[tuple[int, int]]]:
     """Measured (begin, end) ns per node, shifted onto the simulated origin; (-1, -1) for a
     node without a measured start; None when no node has one."""
-    graph = engine.graphs[r]
+    graph = result.graphs[r]
     known = [s for s in graph.measured_start_us if s >= 0]
-    if not known or not len(engine.start[r]):
+    if not known or not len(result.start[r]):
         return None
-    shift = min(engine.start[r]) - min(known)
+    shift = min(result.start[r]) - min(known)
     factors = graph.duration_factor
     spans = []
     for i, s in enumerate(graph.measured_start_us):
@@ -276,10 +278,10 @@ def _nest_pass(slices: Sequence[Slice]) -> tuple[list[Slice], bool]:
     return out, changed
 
 
-def _critical_track(engine: Engine, r: int, spans: Sequence[tuple[int, int]]) -> list[dict]:
+def _critical_track(result: SimResult, r: int, spans: Sequence[tuple[int, int]]) -> list[dict]:
     """The simulated process's "critical path" track: the chain's nodes, first to last."""
-    graph = engine.graphs[r]
-    chain = critical_chain(engine, r)
+    graph = result.graphs[r]
+    chain = critical_chain(result, r)
     if not chain:
         return []
     tid = len(graph.resources) + len(graph.ids) + 1  # after every possible lane

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Optional
 
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph
+from chakra.simulate.sim_result import SimResult
 
 #: The flow kinds, as the events name them.
 FLOW_KINDS = ("launch", "stream order", "event wait", "host sync", "inter-thread", "collective")
@@ -49,23 +49,23 @@ def _on_host(key: tuple) -> bool:
     return key[0] == "thread" or key == ("slot", "cpu")  # ASTRA-sim's model: a cpu slot
 
 
-def flow_events(engine: Engine) -> list[dict[str, Any]]:
-    """The ``s``/``f`` event pairs of every flow of ``engine`` (after ``run()``); a rank's
+def flow_events(result: SimResult) -> list[dict[str, Any]]:
+    """The ``s``/``f`` event pairs of every flow of ``result`` (after ``run()``); a rank's
     simulated process has pid = its rank, a resource's track tid = its index."""
     events: list[dict[str, Any]] = []
-    for r, graph in enumerate(engine.graphs):
+    for r, graph in enumerate(result.graphs):
         for source, target, kind in _edges(graph):
             events += _flow(len(events), kind, (graph.rank, graph.resource[source],
-                            _mid(engine, r, source)),
+                            _mid(result, r, source)),
                             (graph.rank, graph.resource[target],
-                             _mid(engine, r, target)))  # fmt: skip
-    for last, other in _meetings(engine):
+                             _mid(result, r, target)))  # fmt: skip
+    for last, other in _meetings(result):
         events += _flow(len(events), "collective", last, other)
     return events
 
 
-def _mid(engine: Engine, r: int, node: int) -> int:
-    return (to_ns(engine.start[r][node]) + to_ns(engine.end[r][node])) // 2
+def _mid(result: SimResult, r: int, node: int) -> int:
+    return (to_ns(result.start[r][node]) + to_ns(result.end[r][node])) // 2
 
 
 def _flow(count: int, kind: str, source: tuple, target: tuple) -> list[dict[str, Any]]:
@@ -105,18 +105,18 @@ def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
     return out
 
 
-def _meetings(engine: Engine) -> list[tuple[tuple, tuple]]:
+def _meetings(result: SimResult) -> list[tuple[tuple, tuple]]:
     """(last arrival, other member) as (pid, tid, ns) pairs for every cross-rank meeting."""
     met: dict[CommKey, list[tuple[int, int]]] = defaultdict(list)
-    for r, graph in enumerate(engine.graphs):
+    for r, graph in enumerate(result.graphs):
         for node, key in graph.comm.items():
             met[key].append((r, node))
     out = []
     for members in met.values():
         if len(members) < 2:
             continue
-        last = max(members, key=lambda m: (engine.start[m[0]][m[1]], m))
-        where = [(engine.graphs[r].rank, engine.graphs[r].resource[n], _mid(engine, r, n))
+        last = max(members, key=lambda m: (result.start[m[0]][m[1]], m))
+        where = [(result.graphs[r].rank, result.graphs[r].resource[n], _mid(result, r, n))
                  for r, n in (last, *members)]  # fmt: skip
         if where[0][1] == NO_RESOURCE:
             continue

@@ -1,7 +1,7 @@
 """Analyses of a simulated (and, where it is cheap, the measured) schedule, as typed tables:
 the temporal breakdown, communication-computation overlap, top kernels, GPU stream idle
 time by cause and the typed critical path. Each is a pure function of an
-:class:`~chakra.simulate.engine.Engine` after ``run()``; :func:`rank_views` gathers them
+:class:`~chakra.simulate.sim_result.SimResult`; :func:`rank_views` gathers them
 for one rank, as the pipeline writes them to ``report.json``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Optional
 
 import msgspec
 
-from chakra.simulate.engine import Engine
+from chakra.simulate.sim_result import SimResult
 from chakra.views.breakdown import (
     KernelStat,
     Overlap,
@@ -46,19 +46,19 @@ def _longest(path: CriticalPath, top: int) -> CriticalPath:
     return msgspec.structs.replace(path, segments=sorted(kept, key=lambda s: s.start_us))
 
 
-def rank_views(engine: Engine, top: int = 10) -> list[RankViews]:
-    """:class:`RankViews` of every rank of ``engine`` (after ``run()``), ``top`` kernels and
+def rank_views(result: SimResult, top: int = 10) -> list[RankViews]:
+    """:class:`RankViews` of every rank of ``result`` (after ``run()``), ``top`` kernels and
     critical-path segments each. Cost: a few array passes and sorts per rank, plus a walk
     of each critical path."""
-    begins = meeting_begins(engine)
+    begins = meeting_begins(result)
     out = []
-    for r, graph in enumerate(engine.graphs):
-        simulated = simulated_schedule(engine, r)
+    for r, graph in enumerate(result.graphs):
+        simulated = simulated_schedule(result, r)
         measured = measured_schedule(graph)
-        path = typed_critical_path(engine, r)
+        path = typed_critical_path(result, r)
         out.append(RankViews(
             graph.rank, temporal_breakdown(simulated), overlap(simulated),
-            kernel_breakdown(simulated, graph, top), stream_idle(engine, r, begins),
+            kernel_breakdown(simulated, graph, top), stream_idle(result, r, begins),
             _longest(path, top), len(path.segments),
             temporal_breakdown(measured) if measured is not None else None,
             overlap(measured) if measured is not None else None,

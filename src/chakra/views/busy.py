@@ -9,8 +9,8 @@ from typing import Optional
 import msgspec
 import numpy as np
 
-from chakra.simulate.engine import Engine
 from chakra.simulate.plot import BINS, resource_label, utilisation
+from chakra.simulate.sim_result import SimResult
 
 
 class BusyBand(msgspec.Struct, frozen=True):
@@ -49,20 +49,20 @@ def _origin_and_span(schedules: list[tuple[np.ndarray, np.ndarray]]) -> tuple[fl
     return origin, max(float(e.max()) for _, e in known) - origin
 
 
-def busy_series(engine: Engine) -> BusySeries:
-    """The :class:`BusySeries` of ``engine`` after ``run()``: :data:`BINS` bins, two sorts
+def busy_series(result: SimResult) -> BusySeries:
+    """The :class:`BusySeries` of ``result`` after ``run()``: :data:`BINS` bins, two sorts
     and two binary searches per resource and schedule."""
     simulated = [(np.frombuffer(s, np.float64), np.frombuffer(e, np.float64))
-                 for s, e in zip(engine.start, engine.end)]  # fmt: skip
+                 for s, e in zip(result.start, result.end)]  # fmt: skip
     measured = []
-    for graph in engine.graphs:
+    for graph in result.graphs:
         starts = np.frombuffer(graph.measured_start_us, np.float64)
         measured.append((starts, starts + np.frombuffer(graph.duration_us, np.float64)))
     sim_origin, sim_span = _origin_and_span(simulated)
     measured_origin, measured_span = _origin_and_span(measured)
     span = max(sim_span, measured_span, 1e-9)
     ranks = []
-    for graph, (s_start, s_end), (m_start, m_end) in zip(engine.graphs, simulated, measured):
+    for graph, (s_start, s_end), (m_start, m_end) in zip(result.graphs, simulated, measured):
         resource = np.frombuffer(graph.resource, dtype=np.int64)
         keys = graph.resources
         has_measured = bool((m_start >= 0).any())

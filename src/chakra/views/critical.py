@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 
 from chakra.simulate.analysis import DELAY, critical_chain
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_result import SimResult
 
 CPU, GPU, COMMUNICATION, LAUNCH = "cpu", "gpu", "communication", "launch"
 KINDS = (CPU, GPU, COMMUNICATION, LAUNCH)
@@ -64,10 +64,10 @@ def node_kind(graph: SimGraph, node: int) -> str:
     return GPU if _on_gpu(graph, node) else CPU
 
 
-def typed_critical_path(engine: Engine, rank: int = 0) -> CriticalPath:
-    """The :class:`CriticalPath` of the graph at position ``rank`` after ``engine.run()``."""
-    graph, start, end = engine.graphs[rank], engine.start[rank], engine.end[rank]
-    chain = critical_chain(engine, rank)[::-1]
+def typed_critical_path(result: SimResult, rank: int = 0) -> CriticalPath:
+    """The :class:`CriticalPath` of the graph at position ``rank`` in ``result``."""
+    graph, start, end = result.graphs[rank], result.start[rank], result.end[rank]
+    chain = critical_chain(result, rank)[::-1]
     totals = dict.fromkeys(KINDS, 0.0)
     segments: list[PathSegment] = []
     longest = 0.0

@@ -15,8 +15,8 @@ import msgspec
 import numpy as np
 
 from chakra.simulate.analysis import DELAY
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_result import SimResult
 
 TOLERANCE_US = 1e-9
 
@@ -42,20 +42,22 @@ class StreamIdle(msgspec.Struct, frozen=True):
     unattributed_us: float
 
 
-def meeting_begins(engine: Engine) -> dict[tuple[str, int], float]:
+def meeting_begins(result: SimResult) -> dict[tuple[str, int], float]:
     """Per communication (group, index): when its last member arrived (the latest start)."""
     begins: dict[tuple[str, int], float] = {}
-    for r, graph in enumerate(engine.graphs):
-        start = engine.start[r]
+    for r, graph in enumerate(result.graphs):
+        start = result.start[r]
         for node, key in graph.comm.items():
             slot = (key.pg_name, key.index)
             begins[slot] = max(begins.get(slot, start[node]), start[node])
     return begins
 
 
-def peer_waits(engine: Engine, rank: int, begins: dict[tuple[str, int], float]) -> dict[int, float]:
+def peer_waits(
+    result: SimResult, rank: int, begins: dict[tuple[str, int], float]
+) -> dict[int, float]:
     """Per communication node of ``rank``: its time waiting for the last member (µs)."""
-    graph, start, end = engine.graphs[rank], engine.start[rank], engine.end[rank]
+    graph, start, end = result.graphs[rank], result.start[rank], result.end[rank]
     waits = {}
     for node, key in graph.comm.items():
         wait = begins[(key.pg_name, key.index)] - start[node]
@@ -95,17 +97,17 @@ def _attribute(graph: SimGraph, start: Any, end: Any, node: int, cursor: float,
 
 
 def stream_idle(
-    engine: Engine, rank: int, begins: dict[tuple[str, int], float]
+    result: SimResult, rank: int, begins: dict[tuple[str, int], float]
 ) -> list[StreamIdle]:
     """:class:`StreamIdle` of every GPU stream of ``rank`` (``begins``: from
     :func:`meeting_begins`). One pass over each stream's nodes in start order."""
-    graph, start, end = engine.graphs[rank], engine.start[rank], engine.end[rank]
+    graph, start, end = result.graphs[rank], result.start[rank], result.end[rank]
     if not len(graph.ids):
         return []
     starts, ends = np.frombuffer(start, np.float64), np.frombuffer(end, np.float64)
     origin, finish = float(starts.min()), float(ends.max())
     resource = np.frombuffer(graph.resource, dtype=np.int64)
-    waits = peer_waits(engine, rank, begins)
+    waits = peer_waits(result, rank, begins)
     out = []
     for slot, key in enumerate(graph.resources):
         if key[0] != "stream" and key != ("slot", "gpu"):

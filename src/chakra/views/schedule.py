@@ -9,8 +9,8 @@ import msgspec
 import numpy as np
 
 from chakra.simulate.analysis import DELAY, IDLE
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph
+from chakra.simulate.sim_result import SimResult
 
 SIMULATED, MEASURED = "simulated", "measured"
 
@@ -59,11 +59,11 @@ def _schedule(graph: SimGraph, source: str, starts: np.ndarray, ends: np.ndarray
                     gpu_resources(graph)[resource], comm[known], unexplained)  # fmt: skip
 
 
-def simulated_schedule(engine: Engine, rank: int) -> Schedule:
-    """The schedule ``engine.run()`` computed for the graph at position ``rank``."""
-    starts = np.frombuffer(engine.start[rank], dtype=np.float64)
-    ends = np.frombuffer(engine.end[rank], dtype=np.float64)
-    return _schedule(engine.graphs[rank], SIMULATED, starts, ends)
+def simulated_schedule(result: SimResult, rank: int) -> Schedule:
+    """The schedule ``result`` holds for the graph at position ``rank``."""
+    starts = np.frombuffer(result.start[rank], dtype=np.float64)
+    ends = np.frombuffer(result.end[rank], dtype=np.float64)
+    return _schedule(result.graphs[rank], SIMULATED, starts, ends)
 
 
 def measured_schedule(graph: SimGraph) -> Optional[Schedule]:

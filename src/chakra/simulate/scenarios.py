@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from typing import Optional
 
 import msgspec
-import numpy as np
 
 from chakra.errors import ChakraError
-from chakra.simulate.analysis import ScaleRule, scaled_graphs
-from chakra.simulate.engine import Engine
+from chakra.simulate.analysis import ScaleRule
 from chakra.simulate.model import SimGraph
 from chakra.simulate.network import NetworkModel
+from chakra.simulate.replay import what_if_of
+from chakra.simulate.sim_result import SimResult
 
 logger = logging.getLogger(__name__)
 
@@ -112,41 +112,42 @@ class WhatIf(msgspec.Struct, frozen=True):
     description: str = ""
 
 
-def makespans(engine: Engine) -> list[float]:
-    """Each rank's first start to last end (µs) after ``engine.run()``; 0 for no nodes."""
-    out = []
-    for start, end in zip(engine.start, engine.end):
-        starts, ends = np.frombuffer(start, np.float64), np.frombuffer(end, np.float64)
-        out.append(float(ends.max() - starts.min()) if len(starts) else 0.0)
-    return out
-
-
 def nodes_matched(graphs: Sequence[SimGraph], rules: Sequence[ScaleRule]) -> list[int]:
     """How many nodes of ``graphs`` (all ranks) each rule matches. One pass per rule."""
     return [sum(int(rule.mask(graph).sum()) for graph in graphs) for rule in rules]
 
 
 def run_what_if(
-    engine: Engine,
+    replay: SimResult,
     rules: Sequence[ScaleRule],
     network: Optional[NetworkModel] = None,
     name: str = "what-if",
 ) -> WhatIf:
-    """Simulate copies of ``engine``'s graphs (after its ``run()``) with ``rules`` applied
-    and, when given, collectives timed by ``network`` (else ``engine``'s own model); the
-    graphs and times of ``engine`` are left as they were. Raises ChakraError naming the
-    first rule that matches no node in any rank."""
-    graphs, counts = scaled_graphs(engine.graphs, rules)
-    scaled = Engine(graphs, network) if network is not None else engine.with_graphs(graphs)
-    scaled.run()
+    """Simulate copies of ``replay``'s graphs with ``rules`` applied and, when given,
+    collectives timed by ``network`` (else ``replay``'s own model), and compare each
+    rank's makespan with the replay's. Raises ChakraError naming the first rule that
+    matches no node in any rank."""
+    scaled = what_if_of(replay, rules, network)
+    return compare(replay, scaled, [rule.text for rule in rules], network, name)
+
+
+def compare(
+    replay: SimResult,
+    scaled: SimResult,
+    rules: list[str],
+    network: Optional[NetworkModel] = None,
+    name: str = "what-if",
+) -> WhatIf:
+    """The :class:`WhatIf` of ``scaled`` (a what-if run of ``rules``, texts, under
+    ``network`` if given) against ``replay``."""
     ranks = []
-    for graph, replay, makespan in zip(engine.graphs, makespans(engine), makespans(scaled)):
-        change = 100.0 * (makespan - replay) / replay if replay > 0 else None
-        ranks.append(RankWhatIf(graph.rank, makespan, replay, change))
+    for graph, before, makespan in zip(replay.graphs, replay.makespans(), scaled.makespans()):
+        change = 100.0 * (makespan - before) / before if before > 0 else None
+        ranks.append(RankWhatIf(graph.rank, makespan, before, change))
     text = None
     if network is not None:
         text = f"{network.topology}:{network.bandwidth_gbps:g}:{network.latency_us:g}"
-    return WhatIf(name, [rule.text for rule in rules], counts, ranks, text)
+    return WhatIf(name, rules, list(scaled.nodes_matched), ranks, text)
 
 
 def _no_match(rules: list[str], joint: str) -> str:
@@ -154,7 +155,7 @@ def _no_match(rules: list[str], joint: str) -> str:
 
 
 def run_scenarios(
-    engine: Engine, scenarios: Sequence[Scenario], adapt: bool = False
+    replay: SimResult, scenarios: Sequence[Scenario], adapt: bool = False
 ) -> list[WhatIf]:
     """:func:`run_what_if` of every scenario, in order. A scenario with a rule that
     matches no node is skipped; but when ``adapt`` (the defaults), only when that is its
@@ -163,7 +164,7 @@ def run_scenarios(
     was not adapted is logged as a warning."""
     out = []
     for scenario in scenarios:
-        counts = nodes_matched(engine.graphs, scenario.rules)
+        counts = nodes_matched(replay.graphs, scenario.rules)
         unmatched = [rule.text for rule, count in zip(scenario.rules, counts) if not count]
         kept = [rule for rule, count in zip(scenario.rules, counts) if count]
         if unmatched and (not adapt or (counts and not counts[0])):
@@ -173,7 +174,7 @@ def run_scenarios(
             out.append(WhatIf(scenario.name, [rule.text for rule in scenario.rules], counts,
                               [], note=note, description=scenario.description))  # fmt: skip
             continue
-        result = run_what_if(engine, kept, scenario.network, scenario.name)
+        result = run_what_if(replay, kept, scenario.network, scenario.name)
         note = f"left out {_no_match(unmatched, ', which ')}" if unmatched else None
         out.append(msgspec.structs.replace(result, note=note, description=scenario.description))
     logger.info("what-if: %d scenarios, %d run (one simulation each)", len(out),
