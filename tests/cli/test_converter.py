@@ -165,7 +165,7 @@ def test_validate_failure_leaves_no_output(
     replaced)."""
     from chakra.cli import converter as cli
     from chakra.errors import ChakraError
-    from chakra.et import validate
+    from chakra.et import graph_checks as validate
 
     out = tmp_path / "v.et"
     out.write_bytes(b"old")

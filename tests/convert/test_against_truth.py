@@ -10,7 +10,7 @@ import pytest
 
 from chakra.convert import ConvertOptions, convert_et_plus, load_et_plus
 from chakra.et import NodeType, get_bool_attr, get_int_attr, get_str_attr
-from chakra.et.validate import ValidationOptions, validate_nodes
+from chakra.et.graph_checks import ValidationOptions, validate_nodes
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link import LinkOptions, link_traces
 from chakra.link.et_plus import write_et_plus

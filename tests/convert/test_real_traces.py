@@ -11,7 +11,7 @@ from chakra.convert import ConvertOptions, convert_et_plus, convert_file, load_e
 from chakra.convert.cycles import leftover_after_kahn
 from chakra.errors import ChakraError
 from chakra.et import NodeType, get_bool_attr, get_int_attr, get_str_attr, read_et
-from chakra.et.validate import ValidationOptions, validate_nodes
+from chakra.et.graph_checks import ValidationOptions, validate_nodes
 from chakra.link.batch import link_files
 from chakra.link.model import LinkOptions
 from tests.conftest import REPO_ROOT

@@ -13,7 +13,7 @@ import pytest
 
 from chakra.et import CollectiveCommType, GlobalMetadata, NodeType, write_et
 from chakra.et.astra_sim import is_group_id
-from chakra.et.validate import ValidationOptions, validate_nodes
+from chakra.et.graph_checks import ValidationOptions, validate_nodes
 from tests.et.test_validate import COLL, COMP, make_node
 
 SEND, RECV = NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE

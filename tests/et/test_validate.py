@@ -23,7 +23,7 @@ from chakra.et import (
     set_attr,
     write_et,
 )
-from chakra.et.validate import (
+from chakra.et.graph_checks import (
     PROBLEM_KINDS,
     Problem,
     ValidationOptions,

@@ -172,7 +172,7 @@ def check_output(path: Path) -> Optional[str]:
     name = path.name
     try:
         if name.endswith((".et", ".et.gz")):
-            from chakra.et.validate import validate_et
+            from chakra.et.graph_checks import validate_et
 
             report = validate_et(path)
             if not report.ok:

@@ -211,7 +211,7 @@ def preload(modules: Iterable[str]) -> None:
     for module in modules:
         if not module.endswith(".py"):
             importlib.import_module(f"chakra.cli.{module}")
-    for lazy in ("chakra.text", "chakra.et.validate", "chakra.simulate.analysis"):
+    for lazy in ("chakra.text", "chakra.et.graph_checks", "chakra.simulate.analysis"):
         importlib.import_module(lazy)
 
 

@@ -15,7 +15,7 @@ from chakra.ingest.json_input import (
     nesting_offset,
     object_keys,
 )
-from chakra.tools.timeline import TimelineError, normalise_chrome_trace
+from chakra.tools.log_timeline import TimelineError, normalise_chrome_trace
 
 DEEP = b'{"nodes": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chakra.et import GlobalMetadata, Node, NodeType, set_attr
-from chakra.et.validate import validate_et
+from chakra.et.graph_checks import validate_et
 from chakra.et.writer import write_et
 from chakra.simulate import SimulationError, build_graph
 from chakra.simulate.astra_graph import build_astra_graph

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from chakra.fileio.compressed import read_input
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.synth import SynthOptions, generate_job
-from chakra.synth.validate import validate_job
+from chakra.synth.invariants import validate_job
 from tests.synth.conftest import load_json
 
 options_strategy = st.builds(

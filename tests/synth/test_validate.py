@@ -9,7 +9,7 @@ from typing import Callable
 import pytest
 
 from chakra.synth import SynthOptions, generate_job
-from chakra.synth.validate import validate_job
+from chakra.synth.invariants import validate_job
 
 
 @pytest.fixture(scope="module")

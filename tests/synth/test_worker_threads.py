@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from chakra.synth import SynthOptions, generate_job
-from chakra.synth.validate import validate_job
+from chakra.synth.invariants import validate_job
 from tests.synth.conftest import load_json
 
 BASE = {"seed": 6, "ranks": 2, "steps": 2, "ops_per_step": 70}

@@ -8,7 +8,7 @@ import pytest
 
 from chakra.errors import ChakraError, FileAccessError
 from chakra.et import read_et
-from chakra.et.validate import validate_et
+from chakra.et.graph_checks import validate_et
 from chakra.text import SCHEMA, TextWorkloadError, convert_text
 from tests.text.helpers import COLL, COMP, row, write
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from chakra.errors import ChakraError
-from chakra.tools.timeline import complete_events, convert_log, timeline, track_of
+from chakra.tools.log_timeline import complete_events, convert_log, timeline, track_of
 
 LOG = """\
 [info] starting simulation, issue count unknown

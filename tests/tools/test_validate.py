@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from chakra.et import GlobalMetadata, Node, NodeType, add_attr, write_et
-from chakra.et.validate import ValidationOptions
-from chakra.tools.validate import check_file, cross_rank_mismatches
+from chakra.et.graph_checks import ValidationOptions
+from chakra.tools.validate_files import check_file, cross_rank_mismatches
 
 
 def validate(*args: str) -> subprocess.CompletedProcess:

@@ -142,7 +142,7 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
 
 def _validate_before_commit(outputs: AtomicGroup, target: str) -> None:
     """Validate the finished temporary of ``target``; an error discards it."""
-    from chakra.et.validate import validate_et
+    from chakra.et.graph_checks import validate_et
 
     pending = outputs.hand_over()
     outputs.adopt(pending)

@@ -14,8 +14,8 @@ from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError
 from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
+from chakra.synth.invariants import validate_job
 from chakra.synth.options import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS
-from chakra.synth.validate import validate_job
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import UsageError
 from chakra.fileio import atomic_output
 from chakra.ingest.json_input import dump_finite
-from chakra.tools.timeline import INPUT_FORMATS, complete_events, timeline
+from chakra.tools.log_timeline import INPUT_FORMATS, complete_events, timeline
 
 logger = logging.getLogger(__name__)
 

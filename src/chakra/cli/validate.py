@@ -13,10 +13,10 @@ from typing import Optional
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import comm_groups_path
 from chakra.errors import ChakraError, ValidationFailedError
-from chakra.et.validate import ValidationOptions
+from chakra.et.graph_checks import ValidationOptions
 from chakra.fileio.regular import open_regular_text
 from chakra.ingest.detect import TraceKind, require_kind
-from chakra.tools.validate import (
+from chakra.tools.validate_files import (
     check_file,
     cross_rank,
     format_text,

@@ -1,5 +1,5 @@
 """What the shipped ASTRA-sim (518bd51, Chakra feeder v3) requires of each node, beyond
-the Chakra schema: checked by :mod:`chakra.et.validate`, honoured by the converters.
+the Chakra schema: checked by :mod:`chakra.et.graph_checks`, honoured by the converters.
 
 Facts, checked against the binary in ``../shared/tools/astra-sim`` (see its README):
 

@@ -60,7 +60,7 @@ class EtFeeder:
     removed without being freed) are listed by :meth:`unresolved_dependencies`; the nodes
     waiting on them and their descendants can never be issued, and :meth:`has_nodes_to_issue`
     does not count them, so a simulation loop ends instead of stalling. Dependency cycles are
-    not detected (validate the file with ``chakra.et.validate`` first).
+    not detected (validate the file with ``chakra.et.graph_checks`` first).
 
     Errors: :class:`UnknownNodeError` for ids not loaded, :class:`FeederError` for misuse,
     ``EtFormatError``/``FileAccessError`` from the reader, all naming the file.

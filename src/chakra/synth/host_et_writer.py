@@ -49,7 +49,7 @@ class _Tensors:
 
 
 def _args(tensors: _Tensors, args: tuple) -> tuple[list, list, list, list]:
-    """values, shapes, types, strides of an op's arguments (see :data:`model.Arg`)."""
+    """values, shapes, types, strides of an op's arguments (see :data:`transformer.Arg`)."""
     values, shapes, types, strides = [], [], [], []
     for kind, payload in args:
         types.append(kind)

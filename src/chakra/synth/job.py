@@ -16,7 +16,6 @@ from typing import Optional
 
 from chakra.errors import FileAccessError, PathLike, SynthError
 from chakra.fileio import AtomicGroup, atomic_output
-from chakra.synth.engine import RankEngine
 from chakra.synth.host_et_writer import HostEtWriter
 from chakra.synth.jsonstream import TimeFormat
 from chakra.synth.kineto_writer import KinetoWriter
@@ -24,6 +23,7 @@ from chakra.synth.options import SynthOptions
 from chakra.synth.program import JobPlan, plan_job
 from chakra.synth.records import EtNode, GpuRecord, HostOpRecord, RuntimeRecord, SyncRecord
 from chakra.synth.timeline import CollectiveArrival, rank_identity
+from chakra.synth.timing import RankEngine
 from chakra.synth.truth_writer import JobCollective, TruthWriter, write_job_truth
 
 logger = logging.getLogger(__name__)

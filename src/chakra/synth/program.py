@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from chakra.synth import model, workers
+from chakra.synth import transformer, workers
 from chakra.synth.options import SynthOptions, scale_ns
 from chakra.synth.records import (
     CollectiveCall,
@@ -69,7 +69,7 @@ class JobPlan(msgspec.Struct, frozen=True):
     groups: tuple[ProcessGroup, ...]
     layers: int
     layer: tuple
-    loss: model.LayerOp
+    loss: transformer.LayerOp
 
     def pair_group(self, rank: int) -> ProcessGroup:
         """The 2-rank sub-group ``rank`` belongs to (a singleton for the last of an odd N)."""
@@ -83,10 +83,10 @@ def plan_job(options: SynthOptions) -> JobPlan:
     for index, first in enumerate(range(0, n, 2)):
         members = tuple(range(first, min(first + 2, n)))
         groups.append(ProcessGroup(str(index + 1), "tp_group", members, SUBGROUP_STREAM))
-    layer = model.transformer_layer()
-    per_layer = model.layer_gpu_ops(layer) + 2  # + forward all_gather, backward all_reduce
+    layer = transformer.transformer_layer()
+    per_layer = transformer.layer_gpu_ops(layer) + 2  # + forward all_gather, backward all_reduce
     layers = max(1, round((options.ops_per_step - STEP_OVERHEAD_GPU_OPS) / per_layer))
-    return JobPlan(options, tuple(groups), layers, layer, model.loss_op())
+    return JobPlan(options, tuple(groups), layers, layer, transformer.loss_op())
 
 
 def transfer_ns(kind: str, nelems: int, group_size: int, network_factor: float = 1.0) -> int:
@@ -174,9 +174,9 @@ def collective_actions(
         yield StreamWait(COMPUTE_STREAM, after)
 
 
-def _tree_actions(tree: model.OpTree, **first: object) -> Iterator[object]:
+def _tree_actions(tree: transformer.OpTree, **first: object) -> Iterator[object]:
     """Enter ``tree`` depth first; ``first`` sets extra fields on its root op only."""
-    stack: list[tuple[model.OpTree, int]] = [(tree, 0)]
+    stack: list[tuple[transformer.OpTree, int]] = [(tree, 0)]
     yield OpBegin(tree.name, schema=tree.schema, inputs=tree.inputs, **first)
     while stack:
         node, index = stack.pop()
@@ -220,7 +220,7 @@ def _to_copy(
 
 def _step_prologue(counters: _Counters) -> Iterator[object]:
     """zero_grad (a memset), then the input batch copied in on the copy stream."""
-    grad = ("Tensor(float)", (model.HIDDEN * model.HIDDEN,))
+    grad = ("Tensor(float)", (transformer.HIDDEN * transformer.HIDDEN,))
     yield OpBegin("Optimizer.zero_grad#AdamW.zero_grad", Category.USER_ANNOTATION, scope=SCOPE_USER)
     yield OpBegin("aten::zero_", inputs=(grad,))
     yield OpBegin("aten::fill_", inputs=(grad, ("Int", 0)))
@@ -230,14 +230,16 @@ def _step_prologue(counters: _Counters) -> Iterator[object]:
         MEMSET_DEVICE,
         COMPUTE_STREAM,
         3 * US,
-        model.HIDDEN * model.HIDDEN * 4,
+        transformer.HIDDEN * transformer.HIDDEN * 4,
     )
     yield _END
     yield _END
     yield _END
     yield Gap(2 * US, 20 * US)
     ready = counters.next_event()
-    batch = _copy("cudaMemcpyAsync", MEMCPY_HTOD, COPY_STREAM, 25, model.TOKENS * model.HIDDEN * 4)
+    batch = _copy(
+        "cudaMemcpyAsync", MEMCPY_HTOD, COPY_STREAM, 25, transformer.TOKENS * transformer.HIDDEN * 4
+    )
     yield from _to_copy(batch, EventRecord(COPY_STREAM, ready))
     yield StreamWait(COMPUTE_STREAM, ready)
 
@@ -272,7 +274,7 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
     yield from _tree_actions(plan.loss.forward, seq=seq, fwd_thread=0, flow_start=True)
 
 
-def _backward_node(op: model.LayerOp, seq: int) -> Iterator[object]:
+def _backward_node(op: transformer.LayerOp, seq: int) -> Iterator[object]:
     """``evaluate_function: XBackward0`` -> ``XBackward0`` -> its aten ops; AccumulateGrad
     for each weight."""
     yield OpBegin(
@@ -285,14 +287,17 @@ def _backward_node(op: model.LayerOp, seq: int) -> Iterator[object]:
         yield from _tree_actions(child)
     yield _END
     yield _END
-    grad = ("Tensor(float)", (model.HIDDEN,))
+    grad = ("Tensor(float)", (transformer.HIDDEN,))
     for _ in range(op.weights):
         yield Gap(1 * US, 4 * US)
         yield OpBegin("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad")
         yield OpBegin("torch::autograd::AccumulateGrad", scope=SCOPE_BACKWARD_FUNCTION)
         yield from _tree_actions(
-            model.OpTree(
-                "aten::add_", "", (grad, grad), kernels=(model.Kernel(model.ADD_KERNEL, 4.0),)
+            transformer.OpTree(
+                "aten::add_",
+                "",
+                (grad, grad),
+                kernels=(transformer.Kernel(transformer.ADD_KERNEL, 4.0),),
             )
         )
         yield _END
@@ -324,11 +329,11 @@ def _optimizer(waits: tuple[int, ...]) -> Iterator[object]:
     yield OpBegin("Optimizer.step#AdamW.step", Category.USER_ANNOTATION, scope=SCOPE_USER)
     for event in waits:
         yield StreamWait(COMPUTE_STREAM, event)
-    params = ("GenericList[Tensor(float)]", ((model.HIDDEN, model.HIDDEN),) * 4)
+    params = ("GenericList[Tensor(float)]", ((transformer.HIDDEN, transformer.HIDDEN),) * 4)
     for name in ("aten::_foreach_mul_", "aten::_foreach_add_"):
         yield Gap(2 * US, 8 * US)
-        kernel = model.Kernel(model.MULTI_TENSOR, 30.0)
-        yield from _tree_actions(model.OpTree(name, "", (params, params), kernels=(kernel,)))
+        kernel = transformer.Kernel(transformer.MULTI_TENSOR, 30.0)
+        yield from _tree_actions(transformer.OpTree(name, "", (params, params), kernels=(kernel,)))
     yield _END
 
 

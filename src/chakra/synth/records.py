@@ -1,7 +1,7 @@
 """Typed values passed between the program, the timing engine and the writers.
 
 *Actions* (timing-free, from :mod:`chakra.synth.program`) say what a rank does; *records*
-(from :mod:`chakra.synth.engine`) say when it happened. Times in records are integer
+(from :mod:`chakra.synth.timing`) say when it happened. Times in records are integer
 nanoseconds on the job's clock; writers convert them once, to microseconds.
 """
 

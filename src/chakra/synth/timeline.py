@@ -1,7 +1,7 @@
 """Per-rank state the timing engine keeps: identity, open ops, streams, events, the sink.
 
 Small mutable holders (``OpenOp``, ``StreamState``, ``EventState``) live only inside a
-:class:`~chakra.synth.engine.RankEngine`; everything that leaves the engine is a frozen record.
+:class:`~chakra.synth.timing.RankEngine`; everything that leaves the engine is a frozen record.
 """
 
 from __future__ import annotations

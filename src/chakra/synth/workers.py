@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from chakra.synth import model
+from chakra.synth import transformer
 from chakra.synth.records import (
     AwaitCpuCollective,
     CollectiveCall,
@@ -30,7 +30,7 @@ DATA_LOADER_NEXT = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 GLOO_NAME = "gloo:all_reduce"
 WAIT_NAME = "c10d::wait"
 #: Samples per batch the loader stacks (one ``aten::stack`` each for inputs and labels).
-_SAMPLE = ("Tensor(float)", (model.TOKENS // 4, model.HIDDEN))
+_SAMPLE = ("Tensor(float)", (transformer.TOKENS // 4, transformer.HIDDEN))
 
 
 def gloo_group(ranks: int) -> ProcessGroup:
@@ -54,7 +54,7 @@ def data_loader_actions() -> Iterator[object]:
         yield Gap(40 * _US, 120 * _US)
         yield _END
         yield _END
-    batch = ("Tensor(float)", (model.TOKENS, model.HIDDEN))
+    batch = ("Tensor(float)", (transformer.TOKENS, transformer.HIDDEN))
     yield Gap(10 * _US, 30 * _US)
     yield OpBegin("aten::pin_memory", inputs=(batch,))
     yield OpBegin("aten::_pin_memory", inputs=(batch,))

@@ -1,4 +1,4 @@
-"""The gloo worker thread of :class:`~chakra.synth.engine.RankEngine` (``worker_threads``).
+"""The gloo worker thread of :class:`~chakra.synth.timing.RankEngine` (``worker_threads``).
 
 A mixin. The worker runs beside the main thread, off the engine's CPU clock ``now``: its
 ``gloo:`` op starts after the main thread's ``c10d::`` op returned (an inter-thread edge

@@ -14,8 +14,6 @@ from typing import Optional
 
 import msgspec
 
-from chakra.synth.engine_sync import SyncHandlers
-from chakra.synth.engine_workers import WorkerThreads
 from chakra.synth.options import scale_ns
 from chakra.synth.program import US, JobPlan, rank_actions
 from chakra.synth.records import (
@@ -46,6 +44,8 @@ from chakra.synth.timeline import (
     rank_identity,
     rank_seed,
 )
+from chakra.synth.timing_sync import SyncHandlers
+from chakra.synth.timing_workers import WorkerThreads
 from chakra.synth.vocabulary import PROCESS_GROUP_INIT, SCOPE_USER
 
 #: ``tied_zero_ops``: share of host ops preceded by a 0 us sibling starting at the same instant.

@@ -1,4 +1,4 @@
-"""CUDA event and synchronisation handlers of :class:`~chakra.synth.engine.RankEngine`.
+"""CUDA event and synchronisation handlers of :class:`~chakra.synth.timing.RankEngine`.
 
 A mixin: the methods use the engine's runtime-call helpers (``_call``, ``_emit_call``,
 ``_stream``, ``_cpu_ns``, ``_uniform``), its program-event table ``_events`` and its sink.

@@ -1,6 +1,6 @@
 """Validate Chakra ET files one by one, then check their collectives agree across ranks.
 
-Each file is streamed once: :func:`chakra.et.validate.validate_nodes` sees every node while
+Each file is streamed once: :func:`chakra.et.graph_checks.validate_nodes` sees every node while
 the communication nodes (COMM_COLL, COMM_SEND, COMM_RECV) are recorded. Across files (rank =
 position), :func:`chakra.ranks.agree` lines up every process group's nodes: at each position
 every rank must show the same kind (collective, or point-to-point for send and recv alike),
@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader
-from chakra.et.validate import ValidationOptions, ValidationReport, validate_nodes
+from chakra.et.graph_checks import ValidationOptions, ValidationReport, validate_nodes
 from chakra.fileio.json_document import JsonDocument
 from chakra.ranks import Agreement, CommRecord, agree
 from chakra.ranks.files import recording
