@@ -28,6 +28,8 @@ import chakra
 from chakra.et import read_et
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow
+
 GUIDE = REPO_ROOT / "docs" / "user-guide.md"
 FIXTURE = REPO_ROOT / "tests" / "data" / "pytorch213" / "gloo_2rank"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.S | re.M)

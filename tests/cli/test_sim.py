@@ -143,6 +143,7 @@ def test_plot_makespans_draws_the_reported_values(
 
 
 @pytest.mark.parametrize("option", ["--plot", "--plot-makespans"])
+@pytest.mark.slow
 def test_plot_options_refuse_unknown_formats_and_missing_folders(
     et_file: Path, tmp_path: Path, option: str
 ) -> None:
