@@ -62,6 +62,7 @@ CASES = [(name, args, kind) for name, args, kinds in WRONG_KINDS for kind in kin
 
 @pytest.mark.parametrize(("name", "template", "kind"), CASES,
                          ids=[f"{c[0]}-{c[1].index('{input}')}-{c[2]}" for c in CASES])  # fmt: skip
+@pytest.mark.slow
 def test_wrong_kind_of_input_is_one_line(
     inputs: dict[str, Path], tmp_path: Path, name: str, template: list[str], kind: str
 ) -> None:
@@ -149,6 +150,7 @@ def test_shared_spellings() -> None:
     assert (args.host_trace, args.device_trace) == ("h", "k")
 
 
+@pytest.mark.slow
 def test_sim_hints_at_a_network_for_untimed_collectives(tmp_path: Path) -> None:
     from chakra.text import convert_text
 
