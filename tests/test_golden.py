@@ -21,8 +21,9 @@ Reviewed by hand (2026-12-04) against the raw inputs, read with ``json``/``gzip`
   ``streams`` [], and no ``.et`` node has a ``stream`` attribute or is a GPU node.
 * single: the host ET has 1020 nodes, the two ``[pytorch|profiler|execution_trace|...]``
   roots and 1018 ops; the ET+ matches all 1018 by ``record_function_id`` and keeps the 1020
-  nodes; the ``.et`` has 2037 COMP_NODEs (ops plus the measured gaps between top-level ops),
-  every one ``is_cpu_op`` true; no process group, so no ``.comm_groups.json`` is written.
+  nodes; the ``.et`` has 2037 COMP_NODEs, every one ``is_cpu_op`` true: the 1020, one
+  ``[delay]`` and 1016 ``segment_of`` nodes, the stretches of a parent's own time between its
+  children (69 for ``ProfilerStep#1``); no process group, so no ``.comm_groups.json``.
 * gloo: the host ETs hold the ``c10d::`` ops of the recorded step (allreduce_,
   _allgather_base_, allgather_, broadcast_, _reduce_scatter_base_, alltoall_base_, alltoall_,
   barrier, then send on rank 0 / recv_ on rank 1) and nine ``gloo:*`` ops, which the ``.et``
