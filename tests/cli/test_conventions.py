@@ -84,6 +84,7 @@ def test_wrong_kind_of_input_is_one_line(
      ("trace_info", []), ("timeline_visualizer", ["--input_filename", "a", "--output_filename",
                                                   "b"])],
 )  # fmt: skip
+@pytest.mark.slow
 def test_missing_arguments_exit_2(tmp_path: Path, name: str, args: list[str]) -> None:
     result = tool(name, *args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
