@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-slow test-all lint bench clean
 DEMO := out/demo
 
 # The bundled example: a 4-rank synthetic training step, linked, converted and simulated.
@@ -13,7 +13,15 @@ demo: $(VENV)/.installed
 	$(BIN)/chakra_pipeline --trace-dir $(DEMO)/traces --output-dir $(DEMO)/results -j 2 \
 		--log-level WARNING
 
+# The fast set (every test not marked `slow`: under 2 minutes on 2 cores); the slow set alone;
+# both. `slow` is registered in pyproject.toml's [tool.pytest.ini_options].
 test: $(VENV)/.installed
+	$(BIN)/python -m pytest -m "not slow"
+
+test-slow: $(VENV)/.installed
+	$(BIN)/python -m pytest -m slow
+
+test-all: $(VENV)/.installed
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed

@@ -157,6 +157,7 @@ def _check_output(path: Path) -> None:
 
 
 @pytest.mark.parametrize("index", range(len(RUN)), ids=[f"line{b.line}" for b in RUN])
+@pytest.mark.slow
 def test_block_succeeds_and_writes_what_it_promises(ran: tuple[Path, list], index: int) -> None:
     folder, results = ran
     block, result = RUN[index], results[index]
@@ -168,6 +169,7 @@ def test_block_succeeds_and_writes_what_it_promises(ran: tuple[Path, list], inde
                 _check_output(folder / name)
 
 
+@pytest.mark.slow
 def test_what_the_blocks_print(ran: tuple[Path, list]) -> None:
     folder, results = ran
     printed = {block.code: result.stdout for block, result in zip(RUN, results)}

@@ -65,6 +65,7 @@ def test_pool_workers_end_when_their_parent_is_killed() -> None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="psutil children of a running pipeline")
+@pytest.mark.slow
 def test_killing_the_pipeline_parent_leaves_no_worker(tmp_path: Path) -> None:
     """``chakra_pipeline -j 2`` on a 4-rank job: once both workers run, SIGKILL the parent
     alone (not its process group); within 5 s no worker is left."""

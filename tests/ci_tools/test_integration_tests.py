@@ -47,6 +47,7 @@ def test_passes_against_measured_times(bundle: Path) -> None:
     assert "2 passed, 0 failed" in result.stdout
 
 
+@pytest.mark.slow
 def test_fails_with_a_table_when_off_by_more_than_the_tolerance(bundle: Path) -> None:
     measured = run("--tgz_path", str(bundle), "--num_ranks", "2", "--tolerance", "0.01",
                    "--expected-from-measured").stdout.splitlines()  # fmt: skip
@@ -60,6 +61,7 @@ def test_fails_with_a_table_when_off_by_more_than_the_tolerance(bundle: Path) ->
     assert "1 passed, 1 failed" in result.stdout
 
 
+@pytest.mark.slow
 def test_missing_rank_and_bad_usage(bundle: Path) -> None:
     result = run("--tgz_path", str(bundle), "--num_ranks", "3", "--tolerance", "0.05",
                  "--expected-from-measured")  # fmt: skip
@@ -85,6 +87,7 @@ def add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> Non
     tar.addfile(info, io.BytesIO(data))
 
 
+@pytest.mark.slow
 def test_outputs_shipped_in_the_archive_are_not_taken_as_results(
     bundle: Path, tmp_path: Path
 ) -> None:
@@ -133,6 +136,7 @@ def test_nul_byte_in_a_pax_header_is_one_line(tmp_path: Path) -> None:
     one_line_error(measured_run(archive), archive, "a NUL byte in its name")
 
 
+@pytest.mark.slow
 def test_not_an_archive_and_hostile_members_are_one_line(tmp_path: Path) -> None:
     text = tmp_path / "text.tgz"
     text.write_text("not an archive\n")
@@ -146,6 +150,7 @@ def test_not_an_archive_and_hostile_members_are_one_line(tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hostile.tgz", "text.tgz"]
 
 
+@pytest.mark.slow
 def test_work_dir_is_kept_new_and_never_a_link(bundle: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     result = measured_run(bundle, "--work-dir", str(work))
@@ -162,6 +167,7 @@ def test_work_dir_is_kept_new_and_never_a_link(bundle: Path, tmp_path: Path) -> 
     assert not (tmp_path / "elsewhere").exists()
 
 
+@pytest.mark.slow
 def test_the_default_work_dir_is_temporary_and_removed(bundle: Path, tmp_path: Path) -> None:
     command = [sys.executable, str(SCRIPT), "--tgz_path", str(bundle), "--num_ranks", "2",
                "--tolerance", "0.01", "--expected-from-measured"]  # fmt: skip
@@ -172,6 +178,7 @@ def test_the_default_work_dir_is_temporary_and_removed(bundle: Path, tmp_path: P
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_replaced_older_dated_archive_gives_its_own_results(bundle: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     generate_job(SynthOptions(seed=9, ranks=2, ops_per_step=120), other)

@@ -62,6 +62,7 @@ CASES = [(name, args, kind) for name, args, kinds in WRONG_KINDS for kind in kin
 
 @pytest.mark.parametrize(("name", "template", "kind"), CASES,
                          ids=[f"{c[0]}-{c[1].index('{input}')}-{c[2]}" for c in CASES])  # fmt: skip
+@pytest.mark.slow
 def test_wrong_kind_of_input_is_one_line(
     inputs: dict[str, Path], tmp_path: Path, name: str, template: list[str], kind: str
 ) -> None:
@@ -83,6 +84,7 @@ def test_wrong_kind_of_input_is_one_line(
      ("trace_info", []), ("timeline_visualizer", ["--input_filename", "a", "--output_filename",
                                                   "b"])],
 )  # fmt: skip
+@pytest.mark.slow
 def test_missing_arguments_exit_2(tmp_path: Path, name: str, args: list[str]) -> None:
     result = tool(name, *args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
@@ -149,6 +151,7 @@ def test_shared_spellings() -> None:
     assert (args.host_trace, args.device_trace) == ("h", "k")
 
 
+@pytest.mark.slow
 def test_sim_hints_at_a_network_for_untimed_collectives(tmp_path: Path) -> None:
     from chakra.text import convert_text
 

@@ -58,6 +58,7 @@ def test_text_prints_model_only_line_and_rule_counts(et_file: Path) -> None:
     ("gpu=-1", "--scale gpu=-1: factor must not be negative"),
     ("gpu=x", "--scale gpu=x: factor must be a number, e.g. compute=0.5"),
 ])  # fmt: skip
+@pytest.mark.slow
 def test_bad_rules_are_one_line_errors(et_file: Path, tmp_path: Path, rule: str,
                                        message: str) -> None:  # fmt: skip
     timeline = tmp_path / "timeline.json"
@@ -143,6 +144,7 @@ def test_plot_makespans_draws_the_reported_values(
 
 
 @pytest.mark.parametrize("option", ["--plot", "--plot-makespans"])
+@pytest.mark.slow
 def test_plot_options_refuse_unknown_formats_and_missing_folders(
     et_file: Path, tmp_path: Path, option: str
 ) -> None:

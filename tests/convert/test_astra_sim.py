@@ -51,6 +51,7 @@ def test_demo_runs_to_completion(astra_sim: AstraSim, demo: tuple, backend: tupl
 
 
 @BACKENDS
+@pytest.mark.slow
 def test_legacy_traces_named_by_address_run(
     astra_sim: AstraSim, tmp_path: Path, backend: tuple
 ) -> None:
@@ -63,6 +64,7 @@ def test_legacy_traces_named_by_address_run(
 
 
 @BACKENDS
+@pytest.mark.slow
 def test_pytorch_recordings_run(astra_sim: AstraSim, tmp_path: Path, backend: tuple) -> None:
     single = [RankFiles(0, FIXTURES / "single" / "host_et.json.gz",
                         FIXTURES / "single" / "kineto.json.gz")]  # fmt: skip

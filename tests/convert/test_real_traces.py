@@ -35,6 +35,7 @@ def assert_sound(graph) -> None:
 
 
 @pytest.mark.parametrize("name", HOST_ETS)
+@pytest.mark.slow
 def test_every_shared_host_et_converts(shared_traces: Path, name: str) -> None:
     graph = convert_et_plus(load_et_plus(shared_traces / name), ConvertOptions())
     assert_sound(graph)
@@ -50,6 +51,7 @@ def test_allgather_1_0_2(shared_traces: Path) -> None:
             for n in gathers} == {(2, 4, "1", "0")}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_resnet_1_1_0_metadata_node(shared_traces: Path) -> None:
     et_plus = load_et_plus(shared_traces / HOST_ETS[2])
     # by default no METADATA node (it aborts ASTRA-sim): a CPU node keeps the table

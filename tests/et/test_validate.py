@@ -340,6 +340,7 @@ def chain(count: int) -> Iterator[Any]:
         yield node
 
 
+@pytest.mark.slow
 def test_long_ring_without_recursion() -> None:
     count = 100_000  # far beyond the recursion limit; the ring closes on node 0
     nodes = list(chain(count))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ def dags(draw: st.DrawFn) -> tuple[dict[int, list[int]], int]:
 
 @settings(max_examples=150, deadline=None)
 @given(dags(), st.randoms(use_true_random=False))
+@pytest.mark.slow
 def test_issued_once_after_dependencies(case: tuple[dict[int, list[int]], int], rng) -> None:
     deps, window = case
     with tempfile.TemporaryDirectory() as folder:

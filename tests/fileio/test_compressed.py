@@ -107,6 +107,7 @@ print((peak() - before) / len(data))
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 @pytest.mark.parametrize("packed", [True, False], ids=["gzip", "plain"])
+@pytest.mark.slow
 def test_reading_peaks_at_about_the_content_size(tmp_path: Path, packed: bool) -> None:
     content = b'{"name": "aten::mm", "ts": 1234567},\n' * (3 << 20)  # 111 MiB
     path = tmp_path / ("big.json.gz" if packed else "big.json")
@@ -132,6 +133,7 @@ def _bomb(path: Path, inflated_mib: int, byte: bytes = b" ") -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_refused_after_its_budget(tmp_path: Path) -> None:
     path = _bomb(tmp_path / "bomb.json.gz", 256)
     budget = inflate_budget(path.stat().st_size)

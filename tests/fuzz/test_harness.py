@@ -161,6 +161,7 @@ sys.exit(1)
 
 
 @pytest.mark.parametrize("runner", [run_tool, fork_tool], ids=["subprocess", "fork"])
+@pytest.mark.slow
 def test_runners_see_signals_hangs_and_tracebacks(tmp_path: Path, runner) -> None:
     script = tmp_path / "integration_tests.py"
     script.write_text(SCRIPT)

@@ -25,6 +25,8 @@ from tests.fuzz.harness import fork_tool
 from tests.fuzz.known import todo_for
 from tests.fuzz.targets import FORMATS, Finding, Seeds, fuzz_one
 
+pytestmark = pytest.mark.slow
+
 LONG_EXAMPLES = int(os.environ.get("CHAKRA_FUZZ_EXAMPLES", "0") or 0)
 DEFAULT_EXAMPLES = {"host": 20, "kineto": 15, "et_plus": 20, "et": 30, "text": 20,
                     "chrome": 12, "astra_log": 12}  # fmt: skip

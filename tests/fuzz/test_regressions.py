@@ -136,6 +136,7 @@ def _bomb_case(base: dict[str, Path], bombs: dict[str, Path], out: Path, which: 
         "pipeline-host", "pipeline-kineto",
     ],
 )  # fmt: skip
+@pytest.mark.slow
 def test_gzip_bomb(
     base: dict[str, Path], bombs: dict[str, Path], tmp_path: Path, which: str
 ) -> None:

@@ -77,6 +77,7 @@ def reference_groups(data: bytes) -> dict[str, list[tuple]]:
 
 
 @pytest.mark.parametrize("name", KINETO_TRACES)
+@pytest.mark.slow
 def test_real_traces_hold_the_values_of_a_plain_decode(shared_traces: Path, name: str) -> None:
     path = shared_traces / f"{name}.kineto.json.gz"
     trace = load_device_trace(path)
@@ -265,6 +266,7 @@ def test_the_file_bytes_are_not_kept(tmp_path: Path) -> None:
     assert sys.getrefcount(data) == before and trace.cpu_ops
 
 
+@pytest.mark.slow
 def test_a_loaded_trace_is_smaller_than_its_file(tmp_path: Path) -> None:
     from chakra.synth import SynthOptions, generate_job
 

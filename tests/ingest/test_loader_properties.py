@@ -86,6 +86,7 @@ json_values = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(json_values)
+@pytest.mark.slow
 def test_any_json_loads_or_raises_a_chakra_error(document: Any) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = write_json(folder, document)

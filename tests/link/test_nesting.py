@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,6 +44,7 @@ def nested_events(draw: st.DrawFn) -> list[KinetoEvent]:
 
 @settings(max_examples=150, deadline=None)
 @given(nested_events(), st.integers(-5, 11_000))
+@pytest.mark.slow
 def test_innermost_matches_brute_force(events: list[KinetoEvent], instant: int) -> None:
     nesting = ThreadNesting(events)
     containing = [i for i, e in enumerate(events) if e.ts_us <= instant <= e.ts_us + e.dur_us]

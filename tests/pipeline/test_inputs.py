@@ -39,6 +39,7 @@ def test_profiler_names_pair_by_rank(profiler_named_job: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_the_pipeline_runs_on_profiler_names(profiler_named_job: Path, tmp_path: Path) -> None:
     script = [sys.executable, "-m", "chakra.cli.pipeline"]
     out = tmp_path / "out"

@@ -17,6 +17,8 @@ import pytest
 import chakra
 from chakra.synth import SynthOptions, generate_job
 
+pytestmark = pytest.mark.slow
+
 SRC = str(Path(chakra.__file__).resolve().parents[1])
 
 

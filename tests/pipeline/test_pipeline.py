@@ -53,6 +53,7 @@ def test_linear_one_rank(shared_traces: Path, tmp_path: Path) -> None:
     assert json.loads(json.dumps(msgspec.to_builtins(typed))) == rank
 
 
+@pytest.mark.slow
 def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
     generate_job(SynthOptions(seed=3, ranks=4, ops_per_step=70, gzip=True), tmp_path / "traces")
     script = [sys.executable, "-m", "chakra.cli.pipeline"]

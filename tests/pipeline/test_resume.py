@@ -53,6 +53,7 @@ def copy_job(source: Path, target: Path, mtime: Optional[int] = None) -> list[Ra
     return ranks_in_folder(target)
 
 
+@pytest.mark.slow
 def test_older_dated_replaced_traces_are_recomputed(
     jobs: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -115,6 +116,7 @@ def test_outputs_without_a_manifest_are_recomputed(
     assert makespans(out) == makespans(jobs["a-out"])
 
 
+@pytest.mark.slow
 def test_other_options_or_version_are_recomputed(
     jobs: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

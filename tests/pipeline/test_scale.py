@@ -64,6 +64,7 @@ def assert_same_outputs(out: Path, expected: Path) -> None:
      {"executor": "dask", "scheduler": "local:2"}],
     ids=["jobs2", "tiny-memory-budget", "dask-local-cluster"],
 )  # fmt: skip
+@pytest.mark.slow
 def test_every_executor_gives_the_serial_outputs(
     job: list[RankFiles], serial: Path, tmp_path: Path, settings: dict
 ) -> None:
@@ -72,6 +73,7 @@ def test_every_executor_gives_the_serial_outputs(
     assert_same_outputs(tmp_path, serial)
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_redoes_only_the_missing_ranks(
     job: list[RankFiles], serial: Path, tmp_path: Path
 ) -> None:
@@ -91,6 +93,7 @@ def test_an_interrupted_run_redoes_only_the_missing_ranks(
     )
 
 
+@pytest.mark.slow
 def test_a_changed_input_or_no_resume_redo_a_rank(
     job: list[RankFiles], serial: Path, tmp_path: Path
 ) -> None:
@@ -108,6 +111,7 @@ def test_a_changed_input_or_no_resume_redo_a_rank(
     assert run_pipeline(job, out, plot=False, resume=False).reused == []
 
 
+@pytest.mark.slow
 def test_cli_reports_reused_ranks_and_no_resume(
     job: list[RankFiles], serial: Path, tmp_path: Path
 ) -> None:

@@ -80,6 +80,7 @@ def test_memory_urls_give_the_local_outputs(memory_job: str, local_run: Path) ->
     assert not [p for p in fs.ls(f"{memory_job}/out", detail=False) if "partial" in p]
 
 
+@pytest.mark.slow
 def test_rerun_over_a_url_folder_reuses_finished_ranks(memory_job: str, local_run: Path) -> None:
     fs = fsspec.filesystem("memory")
     ranks = ranks_in_folder(f"{memory_job}/traces")
@@ -131,6 +132,7 @@ def test_dask_cluster_sharing_memory_reads_and_writes_urls(
     same_outputs(fs.cat, f"{memory_job}/out", local_run)
 
 
+@pytest.mark.slow
 def test_file_urls_through_the_cli_in_worker_processes(
     local_job: Path, local_run: Path, tmp_path: Path
 ) -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 from tests.views.page_checks import check_page_numbers
 
@@ -47,6 +49,7 @@ def test_no_what_if_and_no_html(tmp_path: Path) -> None:
     assert not (out / "report.html").exists() and "report.html" not in done.stdout
 
 
+@pytest.mark.slow
 def test_a_bad_what_if_is_a_usage_error(tmp_path: Path) -> None:
     for args in (["--what-if", "gpu=0.5"], ["--what-if", "x=gpu=-1"],
                  ["--what-if", "x=gpu=1", "--no-what-if"],

@@ -261,6 +261,7 @@ def simulate_family(prefix: Path, ranks: int) -> Engine:
                                 AstraRing(50.0, 500.0, ranks))  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_demo_job_matches_astra_sim(astra_sim: Any, demo_job: tuple[Path, Path]) -> None:
     prefix, groups_file = demo_job
     verdict = astra_sim.run(prefix, "--comm-groups", str(groups_file))
@@ -268,6 +269,7 @@ def test_the_demo_job_matches_astra_sim(astra_sim: Any, demo_job: tuple[Path, Pa
     within_5_pct(verdict, simulate_family(prefix, 4))
 
 
+@pytest.mark.slow
 def test_a_synthetic_job_with_worker_threads_matches_astra_sim(astra_sim: Any,
                                                                tmp_path: Path) -> None:  # fmt: skip
     # a data-loader thread, a gloo all_reduce on a worker thread, a pageable copy

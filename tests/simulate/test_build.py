@@ -106,6 +106,7 @@ def outcome(build: Any, nodes: list[Any], rank: int, serialize_gpu: bool) -> Any
 
 @settings(max_examples=400, deadline=None)
 @given(nodes=node_lists(), rank=st.integers(0, 3), serialize_gpu=st.booleans())
+@pytest.mark.slow
 def test_same_graph_or_error_as_the_reference(nodes: list[Any], rank: int,
                                               serialize_gpu: bool) -> None:  # fmt: skip
     expected = outcome(reference_build_graph, nodes, rank, serialize_gpu)

@@ -131,6 +131,7 @@ def longest_path(nodes: list) -> float:
 
 @settings(max_examples=150, deadline=None)
 @given(dags())
+@pytest.mark.slow
 def test_makespan_bounds(nodes: list) -> None:
     span = makespan(nodes)
     assert span >= longest_path(nodes)
@@ -141,6 +142,7 @@ def test_makespan_bounds(nodes: list) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(dags(), st.data())
+@pytest.mark.slow
 def test_adding_an_edge_never_shortens(nodes: list, data: st.DataObject) -> None:
     if len(nodes) < 2:
         return

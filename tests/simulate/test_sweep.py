@@ -89,6 +89,7 @@ def outcome(engine: Any) -> tuple:
 
 @settings(max_examples=400, deadline=None)
 @given(jobs(), st.booleans())
+@pytest.mark.slow
 def test_same_times_and_errors_as_the_event_driven_engine(job: list, networked: bool) -> None:
     network = NetworkModel("ring", 100, 5) if networked else None
     graphs = [build_graph(nodes, rank) for rank, nodes in enumerate(job)]

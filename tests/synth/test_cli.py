@@ -62,6 +62,7 @@ def test_speed_and_copy_flags_reach_the_truth(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value", ["-2", "0", "nan", "inf"])
+@pytest.mark.slow
 def test_bad_factor_is_a_usage_error_at_parse_time(tmp_path: Path, value: str) -> None:
     result = synth("--out-dir", str(tmp_path), "--gpu-factor", value)
     assert result.returncode == 2

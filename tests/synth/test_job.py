@@ -38,6 +38,7 @@ options_strategy = st.builds(
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(options=options_strategy)
+@pytest.mark.slow
 def test_every_invariant_holds(options: SynthOptions) -> None:
     with tempfile.TemporaryDirectory() as folder:
         summary = generate_job(options, folder)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from chakra.synth.job import rank_file_names
 from chakra.synth.options import SynthOptions
 
@@ -31,6 +33,7 @@ def generate_in_child(folder: Path, ops_per_step: int) -> tuple[int, int]:
     return gpu_ops, peak_kib
 
 
+@pytest.mark.slow
 def test_sixty_thousand_gpu_ops_in_bounded_memory(tmp_path: Path) -> None:
     small_ops, small_peak = generate_in_child(tmp_path / "small", 3000)
     gpu_ops, peak_kib = generate_in_child(tmp_path / "large", 30000)

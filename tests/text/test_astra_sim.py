@@ -30,6 +30,7 @@ def convert(parallelism: Parallelism, prefix: Path, num_npus: int) -> list[Path]
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("num_npus", NPU_COUNTS)
 @pytest.mark.parametrize("parallelism", list(Parallelism), ids=lambda p: p.value)
+@pytest.mark.slow
 def test_every_workload_type_runs_in_astra_sim(
     astra_sim: AstraSim, tmp_path: Path, parallelism: Parallelism, num_npus: int, backend: str
 ) -> None:

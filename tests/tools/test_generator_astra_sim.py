@@ -46,6 +46,7 @@ def test_the_expectations_name_real_families() -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", RUNNABLE)
+@pytest.mark.slow
 def test_every_default_family_runs_in_astra_sim(
     astra_sim: AstraSim, generated: Path, family: str, backend: str
 ) -> None:

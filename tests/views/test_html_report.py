@@ -156,6 +156,7 @@ def test_a_report_without_views_or_what_if_still_renders() -> None:
 
 
 @pytest.mark.parametrize("run", ["gloo_run", "gpu_run"])
+@pytest.mark.slow
 def test_report_html_in_headless_chromium(request: pytest.FixtureRequest, run: str) -> None:
     """Skipped where no headless Chromium is installed (even under CI: "where available")."""
     browser = chromium()
