@@ -44,6 +44,7 @@ def test_the_readme_has_python_examples_of_every_stage() -> None:
         assert f"from {package} import" in code, package
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(PYTHON)), ids=[f"line{b.line}" for b in PYTHON])
 def test_readme_example_runs(folder: tuple[Path, dict[str, str]], index: int) -> None:
     work, env = folder

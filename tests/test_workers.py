@@ -64,6 +64,7 @@ def test_pool_workers_end_when_their_parent_is_killed() -> None:
         parent.kill()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="psutil children of a running pipeline")
 @pytest.mark.slow
 def test_killing_the_pipeline_parent_leaves_no_worker(tmp_path: Path) -> None:

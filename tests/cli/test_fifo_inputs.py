@@ -17,7 +17,11 @@ SRC = str(Path(chakra.__file__).resolve().parents[1])
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "pytorch213" / "single"
 TIMEOUT_S = 20
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+# slow: one subprocess per tool (tests/fileio/test_regular.py is the quick check)
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here"),
+    pytest.mark.slow,
+]
 
 #: tool -> arguments: ``{fifo}`` the FIFO, ``{out}`` an output folder, ``{host}`` and
 #: ``{device}`` a real host ET and Kineto trace

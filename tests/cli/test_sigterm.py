@@ -17,6 +17,8 @@ import pytest
 import chakra
 from chakra.synth import SynthOptions, generate_job
 
+pytestmark = pytest.mark.slow  # two tools run on a 4-rank job, ~12 s
+
 SRC = str(Path(chakra.__file__).resolve().parents[1])
 ENV = {**os.environ, "PYTHONPATH": SRC}
 
