@@ -10,8 +10,9 @@ slots (:func:`chakra.simulate.astra_graph.build_astra_graph`) take instead the r
 with the smallest id (:mod:`chakra.simulate.astra_events`), as ASTRA-sim does.
 
 Resources sort as the tuples they replaced did, ``(kind, device, number)``: kinds in
-alphabetical order (slot, stream, thread), then by device and number. Every report, plot
-and timeline lists them in that order or in :func:`display_order`.
+alphabetical order (slot, stream, thread), then by device and number. Reports and timelines
+list a graph's resources as it numbers them (in first use); plots and the HTML report's busy
+bands in :func:`display_order`.
 """
 
 from __future__ import annotations
