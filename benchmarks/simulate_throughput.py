@@ -63,7 +63,8 @@ def synthetic_nodes(count: int, seed: int) -> list[Any]:
 
 def measure(count: int, ranks: int) -> dict:
     from chakra.et import EtReader, GlobalMetadata, write_et
-    from chakra.simulate import Engine, build_graph
+    from chakra.simulate import build_graph
+    from chakra.simulate.engine import Engine  # internal: the engine alone is timed
 
     graphs_nodes = [synthetic_nodes(count, seed=rank) for rank in range(ranks)]
     start, start_cpu = time.perf_counter(), time.process_time()
@@ -82,10 +83,11 @@ def measure(count: int, ranks: int) -> dict:
             with EtReader(path) as reader:
                 graphs.append(build_graph(reader, rank))
         read_built, read_built_cpu = time.perf_counter(), time.process_time()
+    run_start = time.perf_counter()  # not the removal of the temporary folder
     engine = Engine(graphs)
     engine.run()
     done = time.perf_counter()
-    return {"nodes": count * ranks, "build_s": built - start, "run_s": done - read_built,
+    return {"nodes": count * ranks, "build_s": built - start, "run_s": done - run_start,
             "read_build_s": read_built - read_start, "release_s": read_start - released,
             "build_cpu_s": built_cpu - start_cpu,
             "read_build_cpu_s": read_built_cpu - read_start_cpu,

@@ -18,9 +18,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from chakra.simulate import Engine, build_graph
-from chakra.simulate.analysis import ScaleRule, scaled_graphs
-from chakra.simulate.result import rank_results
+from chakra.simulate import ScaleRule, SimResult, build_graph, simulate, what_if
 from chakra.synth import SynthOptions, generate_job
 
 #: (label, synthetic option, factor, scale rules that say the same to the simulator).
@@ -67,14 +65,14 @@ def converted_graphs(folder: Path, ranks: int, work: Path) -> list:
     return graphs
 
 
+def job_span_us(result: SimResult) -> float:
+    """A run's makespan over all its ranks: the latest end minus the earliest start."""
+    return max(max(end) for end in result.end) - min(min(start) for start in result.start)
+
+
 def predicted_makespan_us(nodes: list, rules: list[str]) -> float:
     graphs = [build_graph(rank_nodes, rank) for rank, rank_nodes in enumerate(nodes)]
-    graphs = scaled_graphs(graphs, [ScaleRule.parse(rule) for rule in rules])[0]
-    engine = Engine(graphs)
-    engine.run()
-    starts = [min(engine.start[r]) for r in range(len(graphs))]
-    ends = [max(engine.end[r]) for r in range(len(graphs))]
-    return max(ends) - min(starts)
+    return job_span_us(what_if(graphs, [ScaleRule.parse(rule) for rule in rules]))
 
 
 def run(jobs: list[tuple[int, int, int]], workers: bool) -> tuple[list[dict], list[dict]]:
@@ -95,10 +93,9 @@ def run(jobs: list[tuple[int, int, int]], workers: bool) -> tuple[list[dict], li
             work.mkdir()
             nodes = converted_graphs(recorded, ranks, work)
             true_base = job_makespan_us(recorded, ranks)
-            replayed = predicted_makespan_us(nodes, [])
-            engine = Engine([build_graph(rank_nodes, r) for r, rank_nodes in enumerate(nodes)])
-            engine.run()
-            explained = rank_results(engine, explain=True)
+            replay = simulate([build_graph(rank_nodes, r) for r, rank_nodes in enumerate(nodes)])
+            replayed = job_span_us(replay)
+            explained = replay.ranks
             model_only.append({
                 "job": f"seed {seed}, {ops} ops/step, {ranks} ranks",
                 "model_only_error_pct": [r.model_only_error_pct for r in explained],

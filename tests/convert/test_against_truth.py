@@ -123,21 +123,21 @@ def test_every_op_replays_at_its_measured_time(tmp_path: Path, ranks: int, whole
     """Host ops split at children and runtime calls, delay nodes for unexplained waits,
     fractional durations kept in ``duration_ns``: every op's simulated start and end equal
     the truth within 1 us (the measured starts in the .et are whole microseconds)."""
-    from chakra.simulate import Engine, build_graph, rank_results
+    from chakra.simulate import SimOptions, build_graph, simulate
 
     options = SynthOptions(seed=5, ranks=ranks, steps=2, ops_per_step=70,
                            integer_timestamps=whole_us)  # fmt: skip
     summary = generate_job(options, tmp_path)
     converted = [convert_rank(tmp_path, rank) for rank in summary.ranks]
-    engine = Engine([build_graph(g.nodes, r) for r, (_, g) in enumerate(converted)])
-    engine.run()
+    graphs = [build_graph(g.nodes, r) for r, (_, g) in enumerate(converted)]
+    replay = simulate(graphs, SimOptions(explain=False))
     for r, rank in enumerate(summary.ranks):
         truth = load_json(rank.truth)
         linked, graph = converted[r]
-        index = {node_id: i for i, node_id in enumerate(engine.graphs[r].ids)}
+        index = {node_id: i for i, node_id in enumerate(replay.graphs[r].ids)}
         gpu_id = {n.event.correlation: n.node_id for n in linked.gpu_nodes}
-        origin = min(s for s in engine.graphs[r].measured_start_us if s >= 0)
-        offset = min(engine.start[r])
+        origin = min(s for s in replay.graphs[r].measured_start_us if s >= 0)
+        offset = min(replay.start[r])
         checked = 0
         # a host op ends when the last node of its subtree (its segments, child ops and
         # their segments) ends; GPU and delay nodes are not part of it
@@ -159,13 +159,13 @@ def test_every_op_replays_at_its_measured_time(tmp_path: Path, ranks: int, whole
             node = op["host_id"] if "host_id" in op else gpu_id.get(op["correlation"])
             if node not in index:
                 continue
-            start = engine.start[r][index[node]] - offset
+            start = replay.start[r][index[node]] - offset
             members = subtree(node) if "host_id" in op else [node]
-            end = max(engine.end[r][index[m]] for m in members) - offset
+            end = max(replay.end[r][index[m]] for m in members) - offset
             assert abs(start - (op["ts_us"] - origin)) < 1, op
             assert abs(end - (op["ts_us"] + op["dur_us"] - origin)) < 1, op
             checked += 1
         assert checked == len(truth["gpu_ops"]) + sum(1 for o in truth["host_ops"] if o["host_id"])
-        result = rank_results(engine)[r]
+        result = replay.ranks[r]
         assert result.measured_makespan_us is not None
         assert abs(result.simulated_makespan_us - result.measured_makespan_us) < 1

@@ -11,6 +11,7 @@ from typing import Any, Optional
 from chakra.et.attributes import INTEGER_KINDS
 from chakra.et.schema import NodeType
 from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph, SimulationError
+from chakra.simulate.resources import Resource
 
 COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 
@@ -38,15 +39,15 @@ _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_si
                    "duration_ns", "segment_of"})  # fmt: skip
 
 
-def _resource_key(values: dict[str, Any], serialize_gpu: bool) -> Optional[tuple]:
+def _resource_key(values: dict[str, Any], serialize_gpu: bool) -> Optional[Resource]:
     if values.get("is_cpu_op", True):
         tid = values.get("tid")
-        return ("thread", int(tid)) if tid is not None else None
+        return Resource("thread", 0, int(tid)) if tid is not None else None
     device = int(values.get("device") or 0)
     if serialize_gpu:  # the reference before stream ids: one GPU slot for all streams
-        return ("stream", device, "all")
+        return Resource("stream", device, "all")
     stream = values.get("stream")
-    return ("stream", device, int(stream) if stream is not None else 0)
+    return Resource("stream", device, int(stream) if stream is not None else 0)
 
 
 def _comm_key(node_type: int, values: dict[str, Any], group_count: dict[str, int]) -> CommKey:
@@ -78,7 +79,7 @@ def reference_build_graph(
     nodes of a device on one slot; a node with neither waits for no resource."""
     ids, names, durations, measured = array("q"), [], array("d"), array("d")
     resource, resources, index_of = array("q"), [], {}
-    resource_index: dict[tuple, int] = {}
+    resource_index: dict[Resource, int] = {}
     raw_deps: list[Any] = []
     comm: dict[int, CommKey] = {}
     group_count: dict[str, int] = {}

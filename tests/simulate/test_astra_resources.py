@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from chakra.et import EtWriter, GlobalMetadata, Node, NodeType, set_attr
-from chakra.simulate import Engine, SimulationError, build_graph
+from chakra.simulate import SimResult, SimulationError, build_graph
 from chakra.simulate.astra_events import AstraEngine
 from chakra.simulate.astra_graph import build_astra_graph
 from chakra.simulate.astra_network import AstraRing
+from chakra.simulate.engine import Engine
 from chakra.simulate.run import simulate_astra_files
 from chakra.tools.generator import GeneratorOptions, generate
 from tests.conftest import assert_astra_sim_ran_all
@@ -209,9 +210,9 @@ def mixed_job(ranks: int) -> list[list]:
     return out
 
 
-def within_5_pct(verdict: dict, engine: Engine) -> None:
+def within_5_pct(verdict: dict, result: SimResult) -> None:
     for rank in verdict["ranks"]:
-        ours_ns = max(engine.end[rank["rank"]]) * 1000.0
+        ours_ns = max(result.end[rank["rank"]]) * 1000.0
         theirs = rank["finished_ns"]
         assert abs(ours_ns - theirs) <= 0.05 * theirs, (rank["rank"], ours_ns, theirs)
 
@@ -256,7 +257,7 @@ def demo_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return pipeline_job(tmp_path_factory.mktemp("demo"), ranks=4, seed=1, ops_per_step=200)
 
 
-def simulate_family(prefix: Path, ranks: int) -> Engine:
+def simulate_family(prefix: Path, ranks: int) -> SimResult:
     return simulate_astra_files([f"{prefix}.{r}.et" for r in range(ranks)],
                                 AstraRing(50.0, 500.0, ranks))  # fmt: skip
 

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from chakra.et import Node, NodeType, set_attr
 from chakra.simulate import (
-    Engine,
     SimOptions,
     SimResult,
     SimulationError,
@@ -64,10 +63,8 @@ def test_one_stream_runs_its_work_in_order() -> None:
 
 def test_serialized_gpu_is_the_reference_without_streams() -> None:
     nodes = [node(1, 10, stream=7), node(2, 10, stream=8)]
-    parallel = Engine([build_graph(nodes)])
-    serial = Engine([build_graph(nodes, serialize_gpu=True)])
-    parallel.run()
-    serial.run()
+    parallel = simulate_graphs([build_graph(nodes)])
+    serial = simulate_graphs([build_graph(nodes, serialize_gpu=True)])
     assert rank_results(parallel)[0].simulated_makespan_us == 10
     assert rank_results(serial)[0].simulated_makespan_us == 20
 

@@ -6,7 +6,8 @@ import pytest
 
 from chakra.errors import ChakraError
 from chakra.et import set_attr
-from chakra.simulate import Engine, build_graph
+from chakra.simulate import SimOptions, build_graph, simulate
+from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.run import chrome_trace
 from tests.simulate.test_engine import node
@@ -51,9 +52,8 @@ def test_collectives_use_the_model_in_what_if_runs() -> None:
 def test_comparison_timeline_has_measured_processes() -> None:
     first, second = node(1, 10), node(2, 5, (1,))
     first.start_time_micros, second.start_time_micros = 1000, 1012
-    engine = Engine([build_graph([first, second])])
-    engine.run()
-    events = chrome_trace(engine, compare=True)["traceEvents"]
+    result = simulate([build_graph([first, second])], SimOptions(explain=False))
+    events = chrome_trace(result, compare=True)["traceEvents"]
     pids = {e["args"]["name"]: e["pid"] for e in events if e["name"] == "process_name"}
     ops = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]  # not the critical path
     measured = [e for e in ops if e["pid"] == pids["rank 0 (measured)"]]
@@ -70,8 +70,7 @@ def test_utilisation_bins_and_plot(tmp_path) -> None:  # type: ignore[no-untyped
     assert len(bins) == BINS
     assert bins[: BINS // 2] == pytest.approx([1.0] * (BINS // 2))
     assert bins[BINS // 2 :] == pytest.approx([0.0] * (BINS // 2))
-    engine = Engine([build_graph([node(1, 10), node(2, 30, (1,), stream=7)])])
-    engine.run()
+    result = simulate([build_graph([node(1, 10), node(2, 30, (1,), stream=7)])])
     out = tmp_path / "util.png"
-    plot_utilisation(engine, out)
+    plot_utilisation(result, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

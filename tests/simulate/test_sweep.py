@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chakra.et import set_attr
-from chakra.simulate import Engine, SimulationError, build_graph
+from chakra.simulate import SimulationError, build_graph
+from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.order import take_order
 from chakra.simulate.sweep import sweep

@@ -7,20 +7,24 @@ CPU, GPU and communication slot per rank, its analytical ring) is there to compa
 
 The library: :func:`simulate` and :func:`what_if` (:mod:`chakra.simulate.replay`) take
 :class:`SimGraph` s (:func:`load_graph` reads one from a file) and return a frozen
-:class:`SimResult`, which the analyses and views read. ``Engine`` is the implementation,
-exported for the tests that drive it directly."""
+:class:`SimResult`, which the analyses and views read. A graph's nodes hold
+:class:`Resource` s (a host thread or GPU stream, each running its nodes one at a time in
+one fixed order that the graph gives; or one of ASTRA-sim's slots, which takes the ready
+node with the smallest id). The engine that fills the times
+(:mod:`chakra.simulate.engine`) is internal: only the tests of the engine itself and the
+throughput benchmark drive it directly."""
 
 from chakra.simulate.analysis import ScaleRule
-from chakra.simulate.engine import Engine
 from chakra.simulate.model import SimGraph, SimulationError, build_graph
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.replay import SimOptions, simulate, what_if
+from chakra.simulate.resources import Resource
 from chakra.simulate.result import rank_results
 from chakra.simulate.run import load_graph, simulate_files
 from chakra.simulate.sim_result import PathEntry, RankResult, ResourceUse, SimResult
 
 __all__ = [
-    "Engine", "NetworkModel", "PathEntry", "RankResult", "ResourceUse", "ScaleRule",
+    "NetworkModel", "PathEntry", "RankResult", "Resource", "ResourceUse", "ScaleRule",
     "SimGraph", "SimOptions", "SimResult", "SimulationError", "build_graph", "load_graph",
     "rank_results", "simulate", "simulate_files", "what_if",
 ]  # fmt: skip

@@ -15,6 +15,7 @@ import numpy as np
 
 from chakra.errors import ChakraError
 from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.resources import gpu_mask
 from chakra.simulate.sim_result import PathEntry, SimResult
 from chakra.simulate.times import rerun
 
@@ -83,9 +84,7 @@ def _class_mask(graph: SimGraph, target: str) -> np.ndarray:
         name = DELAY if target == "delay" else IDLE
         return np.fromiter((n == name for n in graph.names), bool, len(graph.names))
     resource = np.frombuffer(graph.resource, dtype=np.int64)
-    streams = np.array([key[0] == "stream" or key == ("slot", "gpu") for key in graph.resources]
-                       + [False], bool)  # fmt: skip
-    on_gpu = streams[resource]  # NO_RESOURCE (-1) picks the extra False
+    on_gpu = gpu_mask(graph.resources)[resource]  # NO_RESOURCE (-1) picks the extra False
     comm = np.zeros(len(resource), bool)
     comm[list(graph.comm)] = True
     mask = {"compute": ~comm, "comm": comm, "cpu": ~on_gpu, "gpu": on_gpu}[target]
@@ -194,17 +193,19 @@ def log_reference_lines(result: SimResult) -> None:
         start, end = result.start[r], result.end[r]
         for node in sorted(range(len(graph.ids)), key=lambda n: (start[n], graph.ids[n])):
             resource = graph.resource[node]
-            key = graph.resources[resource] if resource != NO_RESOURCE else ("thread", None)
+            held = graph.resources[resource] if resource != NO_RESOURCE else None
             node_id, name = graph.ids[node], graph.names[node]
             duration = end[node] - start[node]
-            if key[0] == "stream":
+            # a thread's tid, a stream's id, a slot's name (None: no resource)
+            number = held.number if held is not None else None
+            if held is not None and held.is_stream:
                 logger.debug("Issuing GPU Node ID %d (%s) at %dus on stream %s with duration "
-                             "%dus, tid: stream %s", node_id, name, start[node], key[2],
-                             duration, key[2])  # fmt: skip
+                             "%dus, tid: stream %s", node_id, name, start[node], number,
+                             duration, number)  # fmt: skip
                 logger.debug("GPU Node ID %d on stream %s completed at %dus, tid: stream %s",
-                             node_id, key[2], end[node], key[2])  # fmt: skip
+                             node_id, number, end[node], number)  # fmt: skip
             else:
                 logger.debug("Issuing CPU Node ID %d (%s) at %dus with duration %dus, tid: %s",
-                             node_id, name, start[node], duration, key[1])  # fmt: skip
+                             node_id, name, start[node], duration, number)  # fmt: skip
                 logger.debug("CPU Node ID %d completed at %dus, tid: %s", node_id, end[node],
-                             key[1])  # fmt: skip
+                             number)  # fmt: skip

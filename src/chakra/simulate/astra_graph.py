@@ -37,10 +37,10 @@ from chakra.simulate.model import (
     node_error,
     repeated_id_error,
 )
+from chakra.simulate.resources import Resource
 
 logger = logging.getLogger(__name__)
 
-CPU, GPU, COMM = ("slot", "cpu"), ("slot", "gpu"), ("slot", "comm")
 #: 1 ns: what ASTRA-sim makes of a duration of 0.
 SHORTEST_US = 0.001
 _READ = frozenset({"is_cpu_op", "comm_type", "comm_size", "pg_name", "comm_src", "comm_dst",
@@ -64,7 +64,8 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
     node without the attributes ASTRA-sim needs. One pass over the nodes."""
     ids, names, durations, measured = array("q"), [], array("d"), array("d")
     resource, deps, dep_start = array("q"), array("Q"), array("q", [0])
-    slots: dict[tuple, int] = {}
+    slots: dict[str, int] = {}
+    resources: list[Resource] = []
     comm: dict[int, CommKey] = {}
     counts: Counter = Counter()
     replayed: Counter = Counter()
@@ -78,7 +79,7 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
             values = {a.name: attr_value(a) for a in node.attr if a.name in _READ}
             kind = node.type
             durations.append(_duration_us(kind, node.duration_micros))
-            resource.append(_slot(slots, kind, bool(values.get("is_cpu_op"))))
+            resource.append(_slot(slots, resources, kind, bool(values.get("is_cpu_op"))))
             data = node.data_deps[:]
             deps.fromlist(data)
             if len(node.ctrl_deps):
@@ -107,7 +108,7 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
         else:
             logger.warning("rank %d: %d %s node(s) replay their duration, though ASTRA-sim "
                            "fails on them", rank, count, _type_name(comm_type))  # fmt: skip
-    return assemble_graph(rank, ids, names, durations, measured, resource, slots, deps,
+    return assemble_graph(rank, ids, names, durations, measured, resource, resources, deps,
                           dep_start, comm)  # fmt: skip
 
 
@@ -117,20 +118,21 @@ def _duration_us(kind: int, duration_micros: int) -> float:
     return float(duration_micros) if duration_micros else SHORTEST_US
 
 
-def _slot(slots: dict[tuple, int], kind: int, is_cpu_op: bool) -> int:
-    """``HardwareResource``'s choice: the CPU, the GPU or the communication slot (slots
-    numbered in first use), or none for a receive."""
+def _slot(slots: dict[str, int], resources: list[Resource], kind: int, is_cpu_op: bool) -> int:
+    """``HardwareResource``'s choice: the CPU, the GPU or the communication slot (numbered
+    in first use: ``slots`` by name, ``resources`` in order), or none for a receive."""
     if is_cpu_op:
-        key = CPU
+        name = "cpu"
     elif kind == int(NodeType.COMP_NODE):
-        key = GPU
+        name = "gpu"
     elif kind == _RECV:
         return NO_RESOURCE
     else:
-        key = COMM
-    slot = slots.get(key)
+        name = "comm"
+    slot = slots.get(name)
     if slot is None:
-        slot = slots[key] = len(slots)
+        slot = slots[name] = len(resources)
+        resources.append(Resource.slot(name))
     return slot
 
 

@@ -38,10 +38,6 @@ class Engine:
     :func:`chakra.simulate.times.run_graphs` and hands out the frozen
     :class:`~chakra.simulate.sim_result.SimResult`."""
 
-    #: no ASTRA-sim ring (:class:`~chakra.simulate.astra_events.AstraEngine` has one): an
-    #: engine read as a result after ``run()`` (older callers) reruns the same model
-    ring = None
-
     def __init__(self, graphs: Sequence[SimGraph], network: Optional[NetworkModel] = None) -> None:
         self.graphs = list(graphs)
         self.network = network

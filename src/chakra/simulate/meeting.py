@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from chakra.simulate.model import CommKey, SimGraph
+from chakra.simulate.model import CommKey, Recorded, SimGraph
 from chakra.simulate.network import NetworkModel
 
 
@@ -43,12 +43,11 @@ def member_ends(
     key: CommKey,
     members: int,
     begin: float,
-    recorded: Mapping[int, tuple[float, float, float]],
+    recorded: Mapping[int, Recorded],
     network: Optional[NetworkModel],
 ) -> dict[int, float]:
     """When each member (rank) of a meeting that begins at ``begin`` (its last arrival) ends.
-    ``recorded``: rank -> (duration, measured start, negative when unknown; the factor a
-    what-if multiplied the recorded duration by, 1 when none).
+    ``recorded``: rank -> what its node recorded (:meth:`SimGraph.recorded`).
 
     With a network model, every member ends after the model's time. Otherwise each member
     ends after its own recorded time less what it measurably spent waiting for the last
@@ -62,20 +61,20 @@ def member_ends(
     if network is not None:
         length = network.duration_us(key.comm_type, key.size_bytes, members)
         return dict.fromkeys(recorded, begin + length)
-    starts = [start for _, start, _ in recorded.values()]
+    starts = [r.measured_start_us for r in recorded.values()]
     if min(starts) < 0:
-        shortest = min(duration for duration, _, _ in recorded.values())
+        shortest = min(r.duration_us for r in recorded.values())
         return dict.fromkeys(recorded, begin + shortest)
-    unscaled = {rank: duration / factor if factor else 0.0
-                for rank, (duration, _, factor) in recorded.items()}  # fmt: skip
+    unscaled = {rank: r.duration_us / r.factor if r.factor else 0.0
+                for rank, r in recorded.items()}  # fmt: skip
     shortest = min(unscaled.values())
     last = max(starts)
     ends = {}
-    for rank, (_, start, factor) in recorded.items():
-        tail = max(0.0, unscaled[rank] - (last - start))
+    for rank, r in recorded.items():
+        tail = max(0.0, unscaled[rank] - (last - r.measured_start_us))
         # measured starts are whole microseconds: a tail that differs from the shortest
         # duration by less than that is the same transfer
         if abs(tail - shortest) <= START_RESOLUTION_US:
             tail = shortest
-        ends[rank] = begin + tail * factor
+        ends[rank] = begin + tail * r.factor
     return ends

@@ -3,8 +3,9 @@
 Built once from protobuf nodes (streamed from a file), then read by the engine only: one
 Python pass reads each node's fields, and array operations (:mod:`chakra.simulate.csr`)
 match dependency ids to positions and build the rows. Each node has a duration, its
-predecessors and successors (compressed rows), a resource (a host thread, a (device,
-stream), or none), and, for communication nodes, what it must meet on other ranks.
+predecessors and successors (compressed rows), a :class:`~chakra.simulate.resources.Resource`
+(a host thread, a GPU stream, or none), and, for communication nodes, what it must meet on
+other ranks.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from chakra.simulate.csr import (
     successor_rows,
     to_array,
 )
+from chakra.simulate.resources import Resource
 
 COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 NO_RESOURCE = -1
@@ -45,17 +47,29 @@ class CommKey(msgspec.Struct, frozen=True):
     size_bytes: int = 0
 
 
+class Recorded(msgspec.Struct, frozen=True):
+    """What a meeting needs of a communication node: its duration (µs), its measured start
+    (µs, negative when unknown) and the factor a what-if multiplied its duration by (1 when
+    none)."""
+
+    duration_us: float
+    measured_start_us: float
+    factor: float
+
+
 class SimGraph(msgspec.Struct, frozen=True):
     """Arrays of one rank's graph, read only (a what-if makes new graphs). ``resource[i]``
-    indexes ``resources`` (or -1: runs without waiting for any resource).
-    ``pred_start[i]:pred_start[i+1]`` slices ``preds``."""
+    indexes ``resources`` (or -1: runs without waiting for any resource), numbered in first
+    use. Each resource runs its nodes one at a time, in one fixed order that the graph gives
+    (:func:`chakra.simulate.order.take_order`; ASTRA-sim's slots: the ready node with the
+    smallest id). ``pred_start[i]:pred_start[i+1]`` slices ``preds``."""
 
     rank: int
     ids: array
     names: list[str]
     duration_us: array
     resource: array
-    resources: list[tuple]
+    resources: list[Resource]
     preds: array
     pred_start: array
     succs: array
@@ -78,11 +92,10 @@ class SimGraph(msgspec.Struct, frozen=True):
         """How an error names this graph: its file and rank, or its rank alone."""
         return f"{self.source}: rank {self.rank}" if self.source else f"rank {self.rank}"
 
-    def recorded(self, node: int) -> tuple[float, float, float]:
-        """What a meeting needs of a communication node: its duration, its measured start
-        (negative when unknown) and the factor a what-if multiplied its duration by."""
+    def recorded(self, node: int) -> Recorded:
+        """What a meeting needs of communication node ``node`` (an index)."""
         factor = 1.0 if self.duration_factor is None else self.duration_factor[node]
-        return self.duration_us[node], float(self.measured_start_us[node]), factor
+        return Recorded(self.duration_us[node], float(self.measured_start_us[node]), factor)
 
 
 _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
@@ -118,19 +131,19 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
         if collecting:
             gc.enable()
     graph = assemble_graph(rank, reader.ids, reader.names, reader.durations, reader.measured,
-                           reader.resource, reader.resource_index, reader.deps,
+                           reader.resource, reader.resources, reader.deps,
                            reader.dep_start, reader.comm)  # fmt: skip
     check_durations(reader.durations, reader.ids, reader.names)
     return msgspec.structs.replace(graph, parent_id=reader.parent_id, segment_of=reader.segment_of)
 
 
 def assemble_graph(rank: int, ids: array, names: list[str], durations: array, measured: array,
-                   resource: array, resource_index: dict[tuple, int], deps: array,
+                   resource: array, resources: list[Resource], deps: array,
                    dep_start: array, comm: dict[int, CommKey]) -> SimGraph:  # fmt: skip
     """The :class:`SimGraph` of the flat arrays a reading pass filled (one entry per node;
     ``deps`` the dependency ids one node after the other, ``dep_start`` where each node's
-    begin, ``resource_index`` each resource key's slot). Raises SimulationError for a
-    repeated id or a dependency on an id that no node has."""
+    begin; ``resource`` indexes ``resources``). Raises SimulationError for a repeated id or
+    a dependency on an id that no node has."""
     index, repeat = index_ids(ids)
     if repeat >= 0:
         raise _repeated(rank, ids, repeat)
@@ -142,9 +155,6 @@ def assemble_graph(rank: int, ids: array, names: list[str], durations: array, me
             f"unknown node {deps[missing]}"
         )
     succs, succ_start = successor_rows(positions, dep_start)
-    resources: list[tuple] = [()] * len(resource_index)
-    for key, slot in resource_index.items():
-        resources[slot] = key
     return SimGraph(rank, ids, names, durations, resource, resources, to_array(positions),
                     dep_start, succs, succ_start, measured, comm)  # fmt: skip
 
@@ -212,7 +222,10 @@ class _NodeReader:
         self.ids, self.names, self.durations = array("q"), [], array("d")
         self.measured, self.resource = array("d"), array("q")
         self.deps, self.dep_start = array("Q"), array("q", [0])
-        self.resource_index: dict[tuple, int] = {}
+        self.resources: list[Resource] = []
+        # the slot of each resource, by (tid,) or (device, stream): cheaper to hash per node
+        # than a Resource
+        self._slots: dict[tuple, int] = {}
         self.comm: dict[int, CommKey] = {}
         self.group_count: dict[str, int] = {}
         self.parent_id: array = array("q")
@@ -289,16 +302,17 @@ class _NodeReader:
         if on_host:
             if tid is None:
                 return NO_RESOURCE
-            key: tuple = ("thread", int(tid))
+            key: tuple = (int(tid),)
         else:
             device = int(device or 0)
             if self.serialize_gpu:  # the reference before stream ids: one slot per device
-                key = ("stream", device, "all")
+                key = (device, "all")
             else:
-                key = ("stream", device, int(stream) if stream is not None else 0)
-        slot = self.resource_index.get(key)
+                key = (device, int(stream) if stream is not None else 0)
+        slot = self._slots.get(key)
         if slot is None:
-            slot = self.resource_index[key] = len(self.resource_index)
+            slot = self._slots[key] = len(self.resources)
+            self.resources.append(Resource.thread(*key) if on_host else Resource.stream(*key))
         return slot
 
     def _communication(self, position: int, node_type: int, values: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from chakra.errors import ChakraError, PathLike, PlotFormatError
 from chakra.fileio import atomic_output
 from chakra.simulate.model import SimGraph
+from chakra.simulate.resources import display_order
 from chakra.simulate.result import RankResult
 from chakra.simulate.sim_result import SimResult
 
@@ -84,17 +85,6 @@ def utilisation(starts: Any, ends: Any, nodes: list[int], origin: float, span: f
     return (np.diff(busy_before(edges, begin, end)) / width).tolist()
 
 
-def resource_label(key: tuple) -> str:
-    """A resource key as the plots name it: ``thread 1``, ``stream 7`` (``d1 stream 7`` on
-    a device other than 0), ``gpu slot``."""
-    if key[0] == "thread":
-        return f"thread {key[1]}"
-    if key[0] == "slot":
-        return f"{key[1]} slot"
-    device = f"d{key[1]} " if key[1] else ""
-    return f"{device}stream {key[2]}"
-
-
 def _matplotlib_figure() -> Any:
     try:
         from matplotlib.figure import Figure
@@ -113,18 +103,16 @@ def _panel(axis: Any, graph: SimGraph, starts: np.ndarray, ends: np.ndarray, ori
     """One band per resource (threads first, then streams): its busy fraction per bin."""
     resource = np.frombuffer(graph.resource, dtype=np.int64)
     known = starts >= 0
-    keys = graph.resources
-    order = sorted(range(len(keys)), key=lambda k: (keys[k][0] != "thread", keys[k]))
+    order = display_order(graph.resources)
     centers = (np.arange(BINS) + 0.5) * (span / BINS)
     for row, slot in enumerate(order):
-        key = graph.resources[slot]
         nodes = np.flatnonzero((resource == slot) & known).tolist()
         busy = np.asarray(utilisation(starts, ends, nodes, origin, span))
-        color = "tab:blue" if key[0] == "thread" or key == ("slot", "cpu") else "tab:orange"
+        color = "tab:blue" if graph.resources[slot].is_host else "tab:orange"
         axis.fill_between(centers, row, row + BAND * np.minimum(busy, 1.0), step="mid",
                           color=color, linewidth=0)  # fmt: skip
     axis.set_yticks([row + BAND / 2 for row in range(len(order))])
-    axis.set_yticklabels([resource_label(graph.resources[k]) for k in order], fontsize="small")
+    axis.set_yticklabels([graph.resources[k].plot_label for k in order], fontsize="small")
     axis.set_ylim(0, max(len(order), 1))
 
 

@@ -14,14 +14,6 @@ from chakra.simulate.sim_result import RankResult, ResourceUse, SimResult
 __all__ = ["RankResult", "ResourceUse", "rank_results"]
 
 
-def _label(key: tuple) -> str:
-    if key[0] == "thread":
-        return f"thread {key[1]}"
-    if key[0] == "slot":  # ASTRA-sim's model: one cpu, gpu and comm slot per rank
-        return f"{key[1]} slot"
-    return f"device {key[1]} stream {key[2]}"
-
-
 def _measured(graph: SimGraph) -> Optional[float]:
     starts = [(s, graph.duration_us[i]) for i, s in enumerate(graph.measured_start_us) if s >= 0]
     if not starts:
@@ -52,8 +44,8 @@ def rank_results(result: SimResult, explain: bool = False) -> list[RankResult]:
             if resource != NO_RESOURCE:
                 busy[resource] += ends[i] - starts[i]
         uses = [
-            ResourceUse(_label(key), busy[k], busy[k] / makespan if makespan else 0.0)
-            for k, key in enumerate(graph.resources)
+            ResourceUse(res.label, busy[k], busy[k] / makespan if makespan else 0.0)
+            for k, res in enumerate(graph.resources)
         ]
         measured = _measured(graph)
         rank = RankResult(graph.rank, len(graph.ids), makespan, measured,

@@ -30,9 +30,11 @@ from typing import Any, Optional
 
 import msgspec
 
+from chakra.fileio.json_document import JsonDocument
 from chakra.simulate.analysis import critical_chain
 from chakra.simulate.meeting import START_RESOLUTION_US
 from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.resources import device_count
 from chakra.simulate.sim_result import SimResult
 from chakra.simulate.timeline_flows import flow_events, to_ns, to_us
 
@@ -52,13 +54,10 @@ class Slice(msgspec.Struct, frozen=True):
     moved_ns: int = 0
 
 
-def chrome_trace(
-    result: SimResult, compare: bool = False, segments: bool = False
-) -> dict[str, Any]:
-    """The trace of ``result`` (a JSON-ready dict; times in µs with
-    nanosecond precision). ``compare`` adds the measured processes; ``segments`` shows
-    each node as its own slice instead of whole ops. Linear in nodes and edges, plus a sort
-    per track."""
+def chrome_trace(result: SimResult, compare: bool = False, segments: bool = False) -> JsonDocument:
+    """The trace of ``result``, bound for a file (times in µs with nanosecond precision).
+    ``compare`` adds the measured processes; ``segments`` shows each node as its own slice
+    instead of whole ops. Linear in nodes and edges, plus a sort per track."""
     events: list[dict[str, Any]] = []
     ranks = [graph.rank for graph in result.graphs]
     base = max(ranks, default=-1) + 1
@@ -74,16 +73,6 @@ def chrome_trace(
                 events += _process(graph, base + graph.rank, "measured", spans, segments)
     events += flow_events(result)
     return {"traceEvents": events, "displayTimeUnit": "ms"}
-
-
-def track_label(key: tuple, devices: int) -> str:
-    """A resource's track name: "thread 123", "stream 7" (or "device 1 stream 7" when the
-    rank has ``devices`` > 1), "gpu slot"."""
-    if key[0] == "thread":
-        return f"thread {key[1]}"
-    if key[0] == "slot":
-        return f"{key[1]} slot"
-    return f"device {key[1]} stream {key[2]}" if devices > 1 else f"stream {key[2]}"
 
 
 def _measured_spans(result: SimResult, r: int) -> Optional[list[tuple[int, int]]]:
@@ -120,9 +109,9 @@ def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, in
             "args": {"sort_index": 2 * graph.rank + (kind == "measured")},
         },
     ]
-    devices = len({key[1] for key in graph.resources if key[0] == "stream"})
-    for k, key in enumerate(graph.resources):
-        events += _thread_meta(pid, k, track_label(key, devices))
+    devices = device_count(graph.resources)
+    for k, res in enumerate(graph.resources):
+        events += _thread_meta(pid, k, res.track_label(devices))
     slices = whole_ops(graph, spans) if not segments else _single(graph, spans)
     slices, lanes = _pack_unheld(slices, len(graph.resources))
     for lane in range(lanes):

@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Any, Optional
 
 from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph
+from chakra.simulate.resources import Resource
 from chakra.simulate.sim_result import SimResult
 
 #: The flow kinds, as the events name them.
@@ -31,11 +32,11 @@ def to_us(ns: int) -> float:
     return ns / 1000
 
 
-def edge_kind(source: tuple, target: tuple, same: bool) -> Optional[str]:
+def edge_kind(source: Resource, target: Resource, same: bool) -> Optional[str]:
     """The flow kind of a dependency from a node on resource ``source`` to one on
-    ``target`` (resource keys; ASTRA-sim's gpu and comm slots count as streams); None for
-    program order on one thread."""
-    on_gpu = not _on_host(source), not _on_host(target)
+    ``target`` (ASTRA-sim's gpu and comm slots count as streams, its cpu slot as a
+    thread); None for program order on one thread."""
+    on_gpu = not source.is_host, not target.is_host
     if on_gpu == (False, True):
         return "launch"
     if on_gpu == (True, False):
@@ -43,10 +44,6 @@ def edge_kind(source: tuple, target: tuple, same: bool) -> Optional[str]:
     if on_gpu == (True, True):
         return "stream order" if same else "event wait"
     return None if same else "inter-thread"
-
-
-def _on_host(key: tuple) -> bool:
-    return key[0] == "thread" or key == ("slot", "cpu")  # ASTRA-sim's model: a cpu slot
 
 
 def flow_events(result: SimResult) -> list[dict[str, Any]]:

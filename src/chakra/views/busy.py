@@ -9,7 +9,8 @@ from typing import Optional
 import msgspec
 import numpy as np
 
-from chakra.simulate.plot import BINS, resource_label, utilisation
+from chakra.simulate.plot import BINS, utilisation
+from chakra.simulate.resources import display_order
 from chakra.simulate.sim_result import SimResult
 
 
@@ -64,17 +65,16 @@ def busy_series(result: SimResult) -> BusySeries:
     ranks = []
     for graph, (s_start, s_end), (m_start, m_end) in zip(result.graphs, simulated, measured):
         resource = np.frombuffer(graph.resource, dtype=np.int64)
-        keys = graph.resources
         has_measured = bool((m_start >= 0).any())
         bands = []
-        for slot in sorted(range(len(keys)), key=lambda k: (keys[k][0] != "thread", keys[k])):
+        for slot in display_order(graph.resources):
             mine = resource == slot
             sim = utilisation(s_start, s_end, np.flatnonzero(mine).tolist(), sim_origin, span)
             meas = None
             if has_measured:
                 nodes = np.flatnonzero(mine & (m_start >= 0)).tolist()
                 meas = utilisation(m_start, m_end, nodes, measured_origin, span)
-            gpu = keys[slot][0] == "stream" or keys[slot] == ("slot", "gpu")
-            bands.append(BusyBand(resource_label(keys[slot]), gpu, sim, meas))
+            held = graph.resources[slot]
+            bands.append(BusyBand(held.plot_label, held.is_gpu, sim, meas))
         ranks.append(RankBusy(graph.rank, bands))
     return BusySeries(span, BINS, ranks)

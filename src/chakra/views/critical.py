@@ -48,8 +48,7 @@ def _on_gpu(graph: SimGraph, node: int) -> bool:
     slot = graph.resource[node]
     if slot == NO_RESOURCE:
         return False
-    key = graph.resources[slot]
-    return key[0] == "stream" or key == ("slot", "gpu")
+    return graph.resources[slot].is_gpu
 
 
 def node_kind(graph: SimGraph, node: int) -> str:

@@ -91,7 +91,7 @@ def _attribute(graph: SimGraph, start: Any, end: Any, node: int, cursor: float,
             causes["launch_delay_us"] += until - since
             until, node = since, pred
             continue
-        thread = slot == NO_RESOURCE or graph.resources[slot][0] == "thread"
+        thread = slot == NO_RESOURCE or graph.resources[slot].is_thread
         causes["cpu_launch_us" if thread else "other_stream_us"] += until - cursor
         return
 
@@ -109,8 +109,8 @@ def stream_idle(
     resource = np.frombuffer(graph.resource, dtype=np.int64)
     waits = peer_waits(result, rank, begins)
     out = []
-    for slot, key in enumerate(graph.resources):
-        if key[0] != "stream" and key != ("slot", "gpu"):
+    for slot, held in enumerate(graph.resources):
+        if not held.is_gpu:
             continue
         nodes = np.flatnonzero(resource == slot)
         nodes = nodes[np.lexsort((ends[nodes], starts[nodes]))]
@@ -125,6 +125,5 @@ def stream_idle(
             cursor = max(cursor, end[node])
         tail = finish - cursor
         idle = sum(causes.values()) + tail
-        label = f"device {key[1]} stream {key[2]}" if key[0] == "stream" else "gpu slot"
-        out.append(StreamIdle(graph.rank, label, busy, idle, tail_us=tail, **causes))
+        out.append(StreamIdle(graph.rank, held.label, busy, idle, tail_us=tail, **causes))
     return out

@@ -10,6 +10,7 @@ import numpy as np
 
 from chakra.simulate.analysis import DELAY, IDLE
 from chakra.simulate.model import SimGraph
+from chakra.simulate.resources import gpu_mask
 from chakra.simulate.sim_result import SimResult
 
 SIMULATED, MEASURED = "simulated", "measured"
@@ -41,8 +42,7 @@ class Schedule(msgspec.Struct, frozen=True):
 
 def gpu_resources(graph: SimGraph) -> np.ndarray:
     """Per resource slot (plus a last False for "no resource"): a GPU stream or slot."""
-    return np.array([key[0] == "stream" or key == ("slot", "gpu") for key in graph.resources]
-                    + [False], bool)  # fmt: skip
+    return gpu_mask(graph.resources)
 
 
 def _schedule(graph: SimGraph, source: str, starts: np.ndarray, ends: np.ndarray) -> Schedule:
