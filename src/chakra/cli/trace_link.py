@@ -17,12 +17,11 @@ from chakra.cli import arg_types
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio import AtomicGroup, atomic_output
+from chakra.fileio import AtomicGroup
 from chakra.ingest.detect import TraceKind, require_kind
-from chakra.ingest.json_input import dump_finite
 from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
-from chakra.link.model import LinkOptions, LinkReport
-from chakra.link.report import render_table, report_as_dict
+from chakra.link.model import LinkOptions, LinkReport, RankResult
+from chakra.link.report import render_table, write_rank_reports, write_report
 
 logger = logging.getLogger(__name__)
 
@@ -114,13 +113,6 @@ def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
     return options, coverage
 
 
-def _write_report(path: Optional[Path], data: object, group: Optional[AtomicGroup] = None) -> None:
-    if path is not None:
-        with atomic_output(path, text=True, group=group) as out:
-            dump_finite(data, out, path, indent=2, sort_keys=True)
-            out.write("\n")
-
-
 def _link_one(args: argparse.Namespace) -> None:
     missing = [flag for flag, value in (("--chakra-host-trace", args.host_trace),
                ("--chakra-device-trace", args.device_trace),
@@ -136,7 +128,8 @@ def _link_one(args: argparse.Namespace) -> None:
     report: LinkReport = link_files(args.host_trace, args.device_trace, args.output_file,
                                     options, coverage, args.rank)  # fmt: skip
     print(render_table(report, f"linked {args.output_file}"))
-    _write_report(args.report, report_as_dict(report))
+    if args.report is not None:
+        write_report(args.report, report)
 
 
 def _link_many(args: argparse.Namespace) -> None:
@@ -145,8 +138,8 @@ def _link_many(args: argparse.Namespace) -> None:
     options, coverage = _options(args)
     pairs = pair_by_rank(args.host_dir, args.device_dir)  # a missing folder: nothing made
     suffix = ".json.gz" if args.gzip else ".json"
-    outputs = [args.output_dir / f"rank{rank}.et_plus{suffix}" for rank, _, _ in pairs]
-    inputs = [path for _, host, device in pairs for path in (host, device)]
+    outputs = [args.output_dir / f"rank{pair.rank}.et_plus{suffix}" for pair in pairs]
+    inputs = [path for pair in pairs for path in (pair.host, pair.device)]
     with new_folder(args.output_dir):
         prepare_outputs([*outputs, args.report], inputs, folders=[args.output_dir])
         with AtomicGroup() as group:  # the ranks' files and the report, or nothing
@@ -155,17 +148,26 @@ def _link_many(args: argparse.Namespace) -> None:
             _report_ranks(args, results, group)
 
 
-def _report_ranks(args: argparse.Namespace, results: list, group: AtomicGroup) -> None:
+def _report_ranks(
+    args: argparse.Namespace, results: Sequence[RankResult], group: AtomicGroup
+) -> None:
     """Print a line per rank; write the report when every rank succeeded, else raise."""
-    failed = [(rank, error) for rank, _, error in results if error]
-    for rank, report, error in results:
-        print(f"rank {rank}: " + (f"error: {error}" if error else
-              f"{sum(report['matched'].values())}/{report['host_ops']} host ops, "
-              f"{report['gpu_ops_linked']} GPU ops linked"))  # fmt: skip
+    for result in results:
+        print(f"rank {result.rank}: {_rank_line(result)}")
+    failed = [result for result in results if result.error]
     if failed:
         raise ChakraError(f"{len(failed)} of {len(results)} ranks failed, so no file was "
-                          f"written (first: rank {failed[0][0]}: {failed[0][1]})")  # fmt: skip
-    _write_report(args.report, {str(rank): report for rank, report, _ in results}, group)
+                          f"written (first: rank {failed[0].rank}: {failed[0].error})")  # fmt: skip
+    if args.report is not None:
+        write_rank_reports(args.report, results, group)
+
+
+def _rank_line(result: RankResult) -> str:
+    report = result.report
+    if result.error or report is None:
+        return f"error: {result.error}"
+    return (f"{sum(report.matched.values())}/{report.host_ops} host ops, "
+            f"{report.gpu_ops_linked} GPU ops linked")  # fmt: skip
 
 
 def _link(args: argparse.Namespace) -> None:

@@ -147,7 +147,7 @@ def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> di
         "launch": None if launch is None else {
             "name": launch.name, "ts": launch.ts_us, "dur": launch.dur_us,
             "tid": launch.tid, "correlation": launch.correlation},
-        "linked_by": gpu.linked_by, "orphan_reason": gpu.orphan_reason,
+        "linked_by": gpu.linked_by.value, "orphan_reason": gpu.orphan_reason,
     }  # fmt: skip
     collective = _collective(gpu)
     if collective is not None:

@@ -32,6 +32,50 @@ class EdgeKind(str, enum.Enum):
     INTER_THREAD = "inter_thread"  # host op on one thread -> host op it let run on another
 
 
+class GpuLinkStrategy(str, enum.Enum):
+    """How a GPU op found the host op that launched it (ET+ ``linked_by``)."""
+
+    CORRELATION = "correlation"  # its launch call (same correlation) ran inside the host op
+    EXTERNAL_ID = "external_id"  # no launch call: the CPU op with its External id
+    NONE = "none"  # no parent: an orphan, or launched outside the linked window
+
+
+class WindowChoice(str, enum.Enum):
+    """What chose the time window that was linked."""
+
+    PROFILER_STEP = "profiler_step"  # --profiler-step N
+    HOST_SPAN = "host_span"  # the span of the Kineto ops matched by id or program order
+    ALIGNED_ITERATION = "aligned_iteration"  # the iteration op names align with best
+
+
+class LinkWindow(msgspec.Struct, frozen=True):
+    """The Kineto time span linked, ``start_us`` to ``end_us`` inclusive; ``iteration`` of
+    ``candidates`` equally matching iterations (0-based) when several could serve."""
+
+    choice: WindowChoice
+    start_us: Number
+    end_us: Number
+    step: Optional[int] = None  # the ProfilerStep number (PROFILER_STEP)
+    iteration: int = 0
+    candidates: int = 1
+
+    def contains(self, instant: Number) -> bool:
+        return self.start_us <= instant <= self.end_us
+
+    def describe(self) -> str:
+        """The window in words, as the report prints and writes it."""
+        if self.choice is WindowChoice.PROFILER_STEP:
+            return f"ProfilerStep#{self.step}"
+        if self.choice is WindowChoice.ALIGNED_ITERATION:
+            return (f"aligned iteration {self.iteration} of {self.candidates} equally matching, "
+                    f"starting at ts {self.start_us} us")  # fmt: skip
+        text = f"span of the host ET's ops ({self.start_us} to {self.end_us} us)"
+        if self.candidates > 1:
+            text += (f", iteration {self.iteration} of {self.candidates} matching equally in "
+                     "program order")  # fmt: skip
+        return text
+
+
 class LinkOptions(msgspec.Struct, frozen=True):
     """Choices a user can make. ``profiler_step`` restricts linking to that ProfilerStep's
     window; ``iteration`` picks among equally good alignment windows (0-based);
@@ -61,7 +105,7 @@ class GpuNode(msgspec.Struct, frozen=True, gc=False):
     event: KinetoEvent
     parent_id: Optional[int]
     launch: Optional[KinetoEvent]
-    linked_by: str  # "correlation", "external_id" or "none"
+    linked_by: GpuLinkStrategy
     orphan_reason: Optional[str] = None
     in_window: bool = True  # launched inside the linked window (others are dropped)
 
@@ -111,7 +155,7 @@ class LinkReport(msgspec.Struct, frozen=True):
     gpu_ops_outside_window: int
     streams: list[int]
     edges: dict[str, int]
-    window: Optional[str]
+    window: Optional[LinkWindow]  # None: the whole trace
     notes: list[str]
     rejected: dict[str, int] = {}
     host_ops_on_other_threads: int = 0
@@ -130,6 +174,14 @@ class LinkReport(msgspec.Struct, frozen=True):
     def gpu_coverage(self) -> float:
         considered = self.gpu_ops_total - self.gpu_ops_outside_window
         return self.gpu_ops_linked / considered if considered else 1.0
+
+
+class RankResult(msgspec.Struct, frozen=True):
+    """One rank of a batch link: its report, or the error that stopped it (one sentence)."""
+
+    rank: int
+    report: Optional[LinkReport] = None
+    error: Optional[str] = None
 
 
 class LinkedTrace(msgspec.Struct, frozen=True):

@@ -75,4 +75,5 @@ def ranks_in_folder(folder: Location) -> list[RankFiles]:
 def ranks_in_folders(host_dir: Location, device_dir: Location) -> list[RankFiles]:
     """Every rank present in both a folder of host traces and one of Kineto traces, paired
     by rank (:func:`chakra.link.batch.pair_by_rank`)."""
-    return [RankFiles(*pair) for pair in pair_by_rank(host_dir, device_dir)]
+    pairs = pair_by_rank(host_dir, device_dir)
+    return [RankFiles(pair.rank, pair.host, pair.device) for pair in pairs]
