@@ -31,7 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chakra_trace_link",
         description="Link a PyTorch host execution trace with its Kineto trace into ET+ JSON.",
     )
-    one = parser.add_argument_group("one rank")
+    _add_one_rank_options(parser.add_argument_group("one rank"))
+    _add_batch_options(parser.add_argument_group("many ranks"))
+    _add_linking_options(parser.add_argument_group("linking"))
+    add_log_level_option(parser)
+    return parser
+
+
+def _add_one_rank_options(one: argparse._ArgumentGroup) -> None:
     one.add_argument(
         "--chakra-host-trace",
         "--pytorch-et-file",
@@ -50,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument(
         "--rank", type=arg_types.nonneg_int, help="rank of this pair (checked against the trace)"
     )
-    many = parser.add_argument_group("many ranks")
+
+
+def _add_batch_options(many: argparse._ArgumentGroup) -> None:
     many.add_argument("--host-dir", type=Path, help="folder of per-rank host traces")
     many.add_argument("--device-dir", type=Path, help="folder of per-rank Kineto traces")
     many.add_argument(
@@ -67,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"ranks linked in parallel (1 to {arg_types.MAX_JOBS:,})",
     )
     many.add_argument("--gzip", action="store_true", help="write rank<r>.et_plus.json.gz")
-    how = parser.add_argument_group("linking")
+
+
+def _add_linking_options(how: argparse._ArgumentGroup) -> None:
     how.add_argument(
         "--profiler-step", type=arg_types.nonneg_int, help="link only ProfilerStep#N's window"
     )
@@ -100,8 +111,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="--strict: share of GPU ops that must be linked (default 1.0)",
     )
-    add_log_level_option(parser)
-    return parser  # fmt: skip
 
 
 def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
