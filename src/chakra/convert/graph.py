@@ -141,19 +141,41 @@ def thread_chains(
     children's subtrees (children in program order, :func:`program_order`); a thread root
     follows its parent. An op that ran elsewhere (``ran_under``, e.g. on a worker thread) is
     a child of the node it ran under. With ``gaps``, an idle node precedes each op with a
-    measured
-    ``idle_gap`` whose parent is untimed (a timed parent's own segments already cover the
+    measured ``idle_gap`` whose parent is untimed (a timed parent's own segments already cover the
     gap). ``meets_last``: host communication ops, whose id goes to their last segment (where
     they meet the other ranks). Iterative DFS; returns the idle nodes created (ids from
     ``segments.next_id``)."""
-    children: dict[int, list[EtPlusNode]] = defaultdict(list)
+    children = _host_children(trace, by_id)
+    first = first_starts((n for n in trace.nodes if not n.is_gpu), children)
+    for parent_id, kids in children.items():
+        children[parent_id] = program_order(kids, first)
+    _split_timed_ops(trace, by_id, children, first, segments, meets_last)
+    graph.ids.update(segment.node_id for segment in segments.extra)
+    return _chain(trace, by_id, children, graph, gaps, segments)
+
+
+def _host_children(
+    trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode]
+) -> defaultdict[int, list[EtPlusNode]]:
+    """Host op id -> the host ops that ran under it (``ran_under``, else ``ctrl_deps``)."""
+    children: defaultdict[int, list[EtPlusNode]] = defaultdict(list)
     for node in trace.nodes:
         parent = node.ran_under if node.ran_under in by_id else node.ctrl_deps
         if not node.is_gpu and parent in by_id and parent != node.id:
             children[parent].append(node)
-    first = first_starts((n for n in trace.nodes if not n.is_gpu), children)
-    for parent_id, kids in children.items():
-        children[parent_id] = program_order(kids, first)
+    return children
+
+
+def _split_timed_ops(
+    trace: EtPlusTrace,
+    by_id: Mapping[int, EtPlusNode],
+    children: Mapping[int, list[EtPlusNode]],
+    first: Mapping[int, Optional[Number]],
+    segments: Segmentation,
+    meets_last: Collection[int],
+) -> None:
+    """Cut every timed host op into segments around its children and the synchronising
+    calls it made (:meth:`Segmentation.split`)."""
     calls = sync_calls(trace, by_id)
     cuts = cut_points(trace.nodes, calls)
     resumes: dict[int, dict[Number, Number]] = defaultdict(dict)
@@ -164,7 +186,19 @@ def thread_chains(
             segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()), first,
                            anchor_last=node.id in meets_last,
                            resumes=resumes.get(node.id))  # fmt: skip
-    graph.ids.update(segment.node_id for segment in segments.extra)
+
+
+def _chain(
+    trace: EtPlusTrace,
+    by_id: Mapping[int, EtPlusNode],
+    children: Mapping[int, list[EtPlusNode]],
+    graph: Graph,
+    gaps: bool,
+    segments: Segmentation,
+) -> list[IdleNode]:
+    """The walk of :func:`thread_chains`: an explicit stack of nodes, segments and restore
+    marks, each with the chain (thread root id) it belongs to; ``last[chain]`` is the node
+    the next one on that chain follows."""
     idle: list[IdleNode] = []
     last: dict[int, int] = {}
     detached = segments.detached
@@ -202,18 +236,25 @@ def thread_chains(
             and previous is not None
             and (parent is None or parent.ts is None)
         ):
-            gap = IdleNode(segments.next_id, node.id, node.idle_gap)
-            segments.next_id += 1
-            idle.append(gap)
-            graph.ids.add(gap.node_id)
-            graph.add(previous, gap.node_id, "cpu_chain")
-            last[chain] = gap.node_id
+            last[chain] = _idle_before(node, previous, graph, segments, idle)
         if node.id in segments.pieces and node.id not in detached:
             pieces = segments.pieces[node.id]
         else:
             pieces = children.get(node.id, [])
         stack.extend((piece, chain) for piece in reversed(pieces))
     return idle
+
+
+def _idle_before(
+    node: EtPlusNode, previous: int, graph: Graph, segments: Segmentation, idle: list[IdleNode]
+) -> int:
+    """Add an idle node of ``node``'s measured gap after ``previous``; returns its id."""
+    gap = IdleNode(segments.next_id, node.id, node.idle_gap or 0)
+    segments.next_id += 1
+    idle.append(gap)
+    graph.ids.add(gap.node_id)
+    graph.add(previous, gap.node_id, "cpu_chain")
+    return gap.node_id
 
 
 def sync_calls(trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode]) -> list[SyncCall]:
