@@ -120,3 +120,8 @@ def test_et_plus_is_reference_shaped_and_deterministic(shared_traces: Path, tmp_
     assert waiting and all(set(n["sync_dep"]) <= {g["id"] for g in gpu} for n in waiting)
     kinds = {d["kind"] for d in document["chakra_link"]["dependencies"]}
     assert kinds == {"launch", "stream_order", "host_sync"}
+    first_dep = document["chakra_link"]["dependencies"][0]
+    assert list(first_dep) == ["kind", "src", "dst", "via", "via_correlation", "via_ts",
+                               "via_end", "via_host"]  # fmt: skip
+    window = document["chakra_link"]["report"]["window"]  # the window in words, as printed
+    assert window.startswith("span of the host ET's ops (") and window.endswith(" us)")

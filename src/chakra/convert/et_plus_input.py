@@ -15,6 +15,7 @@ import msgspec
 
 from chakra.convert.et_plus_lines import read_by_lines, reread_nodes
 from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.edges import Edge
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.json_input import decode_element, decode_json, gc_paused, read_json_bytes
 from chakra.progress import Progress, phase
@@ -93,21 +94,10 @@ class EtPlusNode(msgspec.Struct, frozen=True, gc=False):
         return default
 
 
-class Dependency(msgspec.Struct, frozen=True, gc=False):
-    kind: str
-    src: int
-    dst: Optional[int] = None
-    via: Optional[str] = None
-    via_correlation: Optional[int] = None
-    via_ts: Optional[Number] = None
-    via_end: Optional[Number] = None
-    via_host: Optional[int] = None
-
-
 class LinkInfo(msgspec.Struct, frozen=True, gc=False):
     format: Optional[str] = None
     rank: Optional[int] = None
-    dependencies: list[Dependency] = []
+    dependencies: list[Edge] = []
 
 
 class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):

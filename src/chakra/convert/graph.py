@@ -17,6 +17,7 @@ import msgspec
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, Number
 from chakra.convert.segments import Segment, Segmentation, SyncCall, cut_points
 from chakra.ingest.device_model import CLOCK_RESOLUTION_US
+from chakra.ingest.edges import EdgeKind
 from chakra.ingest.vocabulary import PROCESS_ROOT_NAMES, THREAD_ROOT_NAMES
 
 
@@ -264,14 +265,14 @@ def sync_calls(trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode]) -> list[Sync
         return []
     waited: dict[tuple[int, Number, Number], Number] = {}
     for dep in trace.link.dependencies:
-        if dep.kind != "host_sync" or dep.via_host is None:
+        if dep.kind is not EdgeKind.HOST_SYNC or dep.via_host is None:
             continue
-        if dep.via_ts is None or dep.via_end is None:
+        if dep.via_ts_us is None or dep.via_end_us is None:
             continue
-        key = (dep.via_host, dep.via_ts, dep.via_end)
+        key = (dep.via_host, dep.via_ts_us, dep.via_end_us)
         gpu = by_id.get(dep.src)
-        gpu_end = gpu.end if gpu is not None and gpu.end is not None else dep.via_ts
-        waited[key] = max(waited.get(key, dep.via_ts), min(gpu_end, dep.via_end))
+        gpu_end = gpu.end if gpu is not None and gpu.end is not None else dep.via_ts_us
+        waited[key] = max(waited.get(key, dep.via_ts_us), min(gpu_end, dep.via_end_us))
     return [SyncCall(host, start, end, resumed) for (host, start, end), resumed in waited.items()]
 
 
@@ -308,15 +309,16 @@ def evidence(
         graph.add(src if src is not None else node.ctrl_deps, node.id, "launch")
     if trace.link is not None:
         for dep in trace.link.dependencies:
-            if dep.kind == "host_sync":  # the call's own segment waits for the GPU
-                call = dep.via_ts if dep.via_ts is not None else dep.via_end
+            kind = dep.kind
+            if kind is EdgeKind.HOST_SYNC:  # the call's own segment waits for the GPU
+                call = dep.via_ts_us if dep.via_ts_us is not None else dep.via_end_us
                 inside = segments.containing(dep.via_host, call) if dep.via_host else None
-                graph.add(dep.src, inside if inside is not None else dep.dst, dep.kind)
-            elif dep.kind == "inter_thread":
-                graph.add(segments.last(dep.src), dep.dst, dep.kind)
+                graph.add(dep.src, inside if inside is not None else dep.dst, kind.value)
+            elif kind is EdgeKind.INTER_THREAD:
+                graph.add(segments.last(dep.src), dep.dst, kind.value)
                 _waiting_parent(dep.src, dep.dst, by_id, graph, segments)
-            elif dep.kind in ("stream_order", "event_wait"):
-                graph.add(dep.src, dep.dst, dep.kind)
+            elif kind in (EdgeKind.STREAM_ORDER, EdgeKind.EVENT_WAIT):
+                graph.add(dep.src, dep.dst, kind.value)
         return
     streams: dict[tuple, list[EtPlusNode]] = defaultdict(list)
     for node in gpu:

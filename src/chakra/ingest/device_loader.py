@@ -81,18 +81,11 @@ class _RawKinetoTrace(msgspec.Struct, gc=False):
     other_kind: msgspec.Raw = field(default=_EMPTY, name=_OTHER[0])
 
 
-class _RawEvent(msgspec.Struct, gc=False):
-    """One event as decoded, before its strings are shared and its args decoded."""
+class _RawEvent(KinetoEvent, frozen=True, gc=False):
+    """One event as decoded (the fields of :class:`KinetoEvent`), before its strings are
+    shared and its args decoded (:mod:`chakra.ingest.device_args`)."""
 
-    phase: str = field(default="", name="ph")
-    category: str = field(default="", name="cat")
-    name: str = ""
-    pid: Union[int, str] = 0
-    tid: Union[int, str] = 0
-    ts_us: Union[int, float, None] = field(default=None, name="ts")
-    dur_us: Union[int, float] = field(default=0, name="dur")
-    flow_id: Union[int, str, None] = field(default=None, name="id")
-    args: msgspec.Raw = _EMPTY
+    args: msgspec.Raw = _EMPTY  # type: ignore[assignment]
 
 
 _DECODER = msgspec.json.Decoder(_RawKinetoTrace, strict=False)
@@ -106,7 +99,7 @@ _CATEGORIES = tuple(dict.fromkeys((
 )))  # fmt: skip
 
 
-class _KnownEvent(_RawEvent, gc=False):
+class _KnownEvent(_RawEvent, frozen=True, gc=False):
     """An event whose phase and category are known: both come decoded as shared strings."""
 
     phase: Literal[_PHASES] = field(default="", name="ph")  # type: ignore[valid-type]

@@ -24,6 +24,7 @@ from chakra.fileio import AtomicGroup, atomic_output
 from chakra.ingest.host_model import HostOp, OpArgs
 from chakra.ingest.json_input import gc_paused
 from chakra.link.model import GpuNode, LinkedTrace
+from chakra.link.report import report_fields
 from chakra.progress import tracked
 
 FORMAT = "chakra-et-plus/1"
@@ -179,14 +180,9 @@ def _metadata(linked: LinkedTrace) -> dict[str, Any]:
         "host_trace": linked.host.path,
         "device_trace": linked.device.path,
         "rank": linked.device.rank,
-        "report": msgspec.to_builtins(linked.report),
-        "dependencies": [
-            {"kind": e.kind.value, "src": e.src, "dst": e.dst, "via": e.via_api,
-             "via_correlation": e.via_correlation, "via_ts": e.via_ts_us,
-             "via_end": e.via_end_us, "via_host": e.via_host}
-            for e in linked.edges
-        ],
-    }  # fmt: skip
+        "report": report_fields(linked.report),
+        "dependencies": linked.edges,  # ET+ names and order: chakra.ingest.edges.Edge
+    }
 
 
 def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGroup] = None) -> None:

@@ -1,4 +1,5 @@
-"""Values produced by linking a host ET with a Kineto trace."""
+"""Values produced by linking a host ET with a Kineto trace (its evidence, :class:`Edge` of
+an :class:`EdgeKind`, is :mod:`chakra.ingest.edges`'s, shared with the ET+ reader)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Optional, Union
 import msgspec
 
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent
+from chakra.ingest.edges import Edge as Edge  # the linker's evidence, re-exported
+from chakra.ingest.edges import EdgeKind as EdgeKind
 from chakra.ingest.host_model import HostTrace
 
 Number = Union[int, float]
@@ -20,16 +23,6 @@ class JoinStrategy(str, enum.Enum):
     EXTERNAL_ID = "external_id"  # Kineto "External id" == host rf_id, names equal
     PROGRAM_ORDER = "program_order"  # k-th host op of a thread by id == k-th by External id
     NAME_ALIGNMENT = "name_alignment"  # order-preserving alignment of op names per thread
-
-
-class EdgeKind(str, enum.Enum):
-    """Kinds of dependency evidence recorded in ET+ (see docs/design.md, "Linking")."""
-
-    LAUNCH = "launch"  # host op -> GPU op it launched
-    STREAM_ORDER = "stream_order"  # GPU op -> next GPU op on the same stream
-    EVENT_WAIT = "event_wait"  # GPU op before cudaEventRecord -> first op after the wait
-    HOST_SYNC = "host_sync"  # GPU op -> the host op that could only run after it ended
-    INTER_THREAD = "inter_thread"  # host op on one thread -> host op it let run on another
 
 
 class GpuLinkStrategy(str, enum.Enum):
@@ -117,22 +110,6 @@ class GpuNode(msgspec.Struct, frozen=True, gc=False):
     def launch_ts_us(self) -> Number:
         source = self.launch if self.launch is not None else self.event
         return source.ts_us or 0
-
-
-class Edge(msgspec.Struct, frozen=True, gc=False):
-    """One dependency: ``dst`` may not start before ``src`` ends. Endpoints are ET+ node
-    ids; ``dst`` is None when nothing recorded follows (e.g. a final synchronize).
-    ``via`` names the runtime call that carries the dependency (its API, correlation, times
-    and the host op it ran in)."""
-
-    kind: EdgeKind
-    src: int
-    dst: Optional[int]
-    via_api: Optional[str] = None
-    via_correlation: Optional[int] = None
-    via_ts_us: Optional[Number] = None  # the call's start and end (host_sync)
-    via_end_us: Optional[Number] = None
-    via_host: Optional[int] = None  # innermost host op enclosing the call, if any
 
 
 class LinkReport(msgspec.Struct, frozen=True):

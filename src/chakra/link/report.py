@@ -13,7 +13,7 @@ from chakra.ingest.json_input import dump_finite
 from chakra.link.model import LinkReport, RankResult
 
 
-def _fields(report: LinkReport) -> dict[str, Any]:
+def report_fields(report: LinkReport) -> dict[str, Any]:
     """The report's fields as JSON values, its window in words (:meth:`LinkWindow.describe`)."""
     data = msgspec.to_builtins(report)
     data["window"] = report.window.describe() if report.window is not None else None
@@ -29,7 +29,7 @@ def _write_json(path: PathLike, data: object, group: Optional[AtomicGroup]) -> N
 def write_report(path: PathLike, report: LinkReport) -> None:
     """``--report`` of one rank: the report's fields and its coverages (rounded to 6
     places) as indented JSON, keys sorted."""
-    data = _fields(report)
+    data = report_fields(report)
     data["host_coverage"] = round(report.host_coverage, 6)
     data["gpu_coverage"] = round(report.gpu_coverage, 6)
     _write_json(path, data, None)
@@ -41,7 +41,7 @@ def write_rank_reports(
     """``--report`` of a batch: each rank's report fields (without coverages) by rank, as
     indented JSON, keys sorted; with a ``group``, in place when the group commits. Every
     result must have a report."""
-    by_rank = {str(r.rank): _fields(r.report) for r in results if r.report is not None}
+    by_rank = {str(r.rank): report_fields(r.report) for r in results if r.report is not None}
     _write_json(path, by_rank, group)
 
 
