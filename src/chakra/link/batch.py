@@ -146,23 +146,44 @@ class RankPair(msgspec.Struct, frozen=True):
 
 
 def pair_by_rank(host_dir: Location, device_dir: Location) -> list[RankPair]:
-    """Every rank present in both folders (local paths or URLs), in rank order: host ETs by
-    the rank in their names, Kineto traces by the rank they record (see :func:`host_rank`,
-    :func:`device_rank`). Host files without a rank in their name are left out; a Kineto
-    file without any rank is an error."""
+    """Every rank of a folder of host traces and a folder of Kineto traces (local paths or
+    URLs), paired by :func:`pair_ranks`; host files without a rank in their name are left
+    out (a Kineto file without any rank is an error)."""
 
     def traces(folder: Location) -> list[Location]:
         return [p for p in list_folder(folder) if name_of(p).endswith(TRACE_SUFFIXES)]
 
     named_hosts = [p for p in traces(host_dir) if rank_in_name(name_of(p)) is not None]
-    hosts = files_by_rank(host_dir, named_hosts, host_rank)
-    devices = files_by_rank(device_dir, traces(device_dir), device_rank)
-    if not hosts or not devices:
+    devices = traces(device_dir)
+    if not named_hosts or not devices:
         raise ChakraError(f"no rank-numbered .json/.json.gz traces in {host_dir} and {device_dir}")
-    unpaired = sorted(set(hosts) ^ set(devices))
-    if unpaired:
-        raise ChakraError(f"ranks {unpaired} have a host trace or a device trace but not both")
-    return [RankPair(rank, hosts[rank], devices[rank]) for rank in sorted(hosts)]
+    return pair_ranks(named_hosts, devices, host_dir, device_dir)
+
+
+def pair_ranks(
+    hosts: Sequence[Location],
+    devices: Sequence[Location],
+    host_folder: Location,
+    device_folder: Location,
+) -> list[RankPair]:
+    """The one rule pairing host ETs with Kineto traces, in rank order: host ETs by the rank
+    in their names (:func:`host_rank`), Kineto traces by the rank they record
+    (:func:`device_rank`). Two files of one rank, a rank with only one of the two, or no
+    pair at all are errors naming the folder (and the file)."""
+    by_rank = files_by_rank(device_folder, devices, device_rank)
+    pairs = []
+    for rank, host in sorted(files_by_rank(host_folder, hosts, host_rank).items()):
+        if rank not in by_rank:
+            raise ChakraError(f"{device_folder}: rank {rank} has {name_of(host)} but no "
+                              "Kineto trace")  # fmt: skip
+        pairs.append(RankPair(rank, host, by_rank.pop(rank)))
+    if by_rank:
+        unpaired = sorted(by_rank)
+        raise ChakraError(f"{host_folder}: ranks {unpaired} have a Kineto trace but no host "
+                          "trace")  # fmt: skip
+    if not pairs:
+        raise ChakraError(f"{host_folder}: no host/Kineto trace pairs found")
+    return pairs
 
 
 class _RankJob(msgspec.Struct, frozen=True):
