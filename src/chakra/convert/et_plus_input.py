@@ -17,6 +17,7 @@ from chakra.convert.et_plus_lines import read_by_lines, reread_nodes
 from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.edges import Edge
 from chakra.ingest.host_json import NULL_JSON
+from chakra.ingest.host_model import HostAttr
 from chakra.ingest.json_input import decode_element, decode_json, gc_paused, read_json_bytes
 from chakra.progress import Progress, phase
 
@@ -24,10 +25,8 @@ Number = Union[int, float]
 logger = logging.getLogger(__name__)
 
 
-class EtPlusAttr(msgspec.Struct, frozen=True, gc=False):
-    name: str
-    type: str = ""
-    value: Any = None
+#: An entry of an ET+ node's ``attrs``: the host ET's attr, as the linker writes it.
+EtPlusAttr = HostAttr
 
 
 class Collective(msgspec.Struct, frozen=True, gc=False):
@@ -59,7 +58,7 @@ class EtPlusNode(msgspec.Struct, frozen=True, gc=False):
     ctrl_deps: Optional[int] = None
     inputs: msgspec.Raw = NULL_JSON
     outputs: msgspec.Raw = NULL_JSON
-    attrs: list[EtPlusAttr] = []
+    attrs: list[HostAttr] = []
     ts: Optional[Number] = None
     inclusive_dur: Optional[Number] = None
     exclusive_dur: Optional[Number] = None
@@ -308,7 +307,7 @@ class NodePayload(msgspec.Struct, frozen=True, gc=False):
     id: int
     inputs: msgspec.Raw = NULL_JSON
     outputs: msgspec.Raw = NULL_JSON
-    attrs: list[EtPlusAttr] = []
+    attrs: list[HostAttr] = []
 
 
 _PAYLOAD_DECODER = msgspec.json.Decoder(NodePayload, strict=False)

@@ -188,11 +188,13 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
 
 
 class HostAttr(msgspec.Struct, frozen=True, gc=False):
-    """An entry of a node's ``attrs`` list beyond the standard seven."""
+    """An entry of a node's ``attrs`` list: in a host op, one beyond the standard seven; in
+    an ET+ node (:mod:`chakra.convert.et_plus_input`), any (``type`` and ``value`` may be
+    missing there)."""
 
     name: str
-    type: str
-    value: Any
+    type: str = ""
+    value: Any = None
 
 
 class CommAttrs(msgspec.Struct, frozen=True, gc=False):
