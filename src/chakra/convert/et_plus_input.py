@@ -17,7 +17,8 @@ from chakra.convert.et_plus_lines import read_by_lines, reread_nodes
 from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.edges import Edge
 from chakra.ingest.host_json import NULL_JSON
-from chakra.ingest.host_model import HostAttr
+from chakra.ingest.host_loader import load_host_trace
+from chakra.ingest.host_model import HostAttr, HostOp
 from chakra.ingest.json_input import decode_element, decode_json, gc_paused, read_json_bytes
 from chakra.progress import Progress, phase
 
@@ -333,19 +334,23 @@ def with_payloads(trace: EtPlusTrace) -> Iterator[tuple[EtPlusNode, NodePayload]
 def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
     """A host ET read as ET+ with no timing: the nodes the linker would write, without
     ``ts``/durations. Every schema version the host loader knows is accepted."""
-    from chakra.ingest.host_loader import load_host_trace
-    from chakra.link.et_plus import host_node_untimed
-
     host = load_host_trace(path, data)
     logger.warning(
         "%s: a host execution trace without device timing: durations are 0 "
         "(link it with its Kineto trace by chakra_trace_link for measured times)",
         path,
     )
-    sharing, extras, encode = _Sharing(path), {}, msgspec.json.encode
-    nodes = [sharing.node(_NODE_DECODER.decode(encode(host_node_untimed(op, extras))))
-             for op in host.ops]  # fmt: skip
+    sharing = _Sharing(path)
+    nodes = [sharing.node(untimed_node(op)) for op in host.ops]
     check_ranges(path, host, nodes)
     return EtPlusTrace(path=str(path), schema=host.schema, pid=host.pid, time=host.time,
                        start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
                        link=None)  # fmt: skip
+
+
+def untimed_node(op: HostOp) -> EtPlusNode:
+    """The ET+ node of a host op before any timing is added, as the linker writes it
+    (:func:`chakra.link.et_plus.host_node_untimed`), built without a JSON round trip."""
+    attrs = [*op.standard_attrs(), *op.attrs, *op.comm_attrs()]
+    return EtPlusNode(id=op.id, name=op.name, ctrl_deps=op.parent_id, attrs=attrs,
+                      inputs=op.inputs.normalized(), outputs=op.outputs.normalized())  # fmt: skip

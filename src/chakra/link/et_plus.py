@@ -21,7 +21,7 @@ import msgspec
 
 from chakra.errors import PathLike
 from chakra.fileio import AtomicGroup, atomic_output
-from chakra.ingest.host_model import HostOp, OpArgs
+from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
 from chakra.link.model import GpuNode, LinkedTrace
 from chakra.link.report import report_fields
@@ -29,20 +29,6 @@ from chakra.progress import tracked
 
 FORMAT = "chakra-et-plus/1"
 _ENCODER = msgspec.json.Encoder()
-STANDARD_ATTR_TYPES = (
-    ("rf_id", "uint64"), ("fw_parent", "uint64"), ("seq_id", "int64"), ("scope", "uint64"),
-    ("tid", "uint64"), ("fw_tid", "uint64"), ("op_schema", "string"),
-)  # fmt: skip
-
-
-def _args(args: OpArgs) -> dict[str, Any]:
-    parts = args.parts()
-    out: dict[str, Any] = {"values": parts.values, "shapes": parts.shapes, "types": parts.types}
-    if bytes(parts.strides) != b"null":
-        out["strides"] = parts.strides
-    return out
-
-
 _STANDARD_ATTRS_JSON = b",".join(
     b'{"name":"%s","type":"%s","value":%%%s}' % (name.encode(), kind.encode(), b"s" if
     kind == "string" else b"d") for name, kind in STANDARD_ATTR_TYPES
@@ -64,24 +50,11 @@ def _attrs(op: HostOp, extras: dict[int, bytes], tid: Optional[int] = None) -> m
     parts = [b"[", standard]
     if extra:
         parts += [b",", extra]
-    comm = _comm_attrs(op, {a.name for a in op.attrs})
+    comm = op.comm_attrs()
     if comm:
         parts += [b",", _ENCODER.encode(comm)[1:-1]]
     parts.append(b"]")
     return msgspec.Raw(b"".join(parts))
-
-
-def _comm_attrs(op: HostOp, present: set[str]) -> list[dict[str, Any]]:
-    """record_param_comms metadata read from positional inputs (schemas before 1.1.0),
-    written as the attrs 1.1.0+ uses, so that every consumer finds it in one place."""
-    if op.comm is None:
-        return []
-    fields = msgspec.structs.asdict(op.comm)
-    return [
-        {"name": name, "type": "string" if isinstance(value, str) else "uint64", "value": value}
-        for name, value in fields.items()
-        if value is not None and name not in present and not isinstance(value, list)
-    ]
 
 
 def host_node_untimed(op: HostOp, extras: Optional[dict[int, bytes]] = None) -> dict[str, Any]:
@@ -89,7 +62,7 @@ def host_node_untimed(op: HostOp, extras: Optional[dict[int, bytes]] = None) -> 
     the calls of one write (see :func:`_attrs`)."""
     return {
         "id": op.id, "name": op.name, "ctrl_deps": op.parent_id,
-        "inputs": _args(op.inputs), "outputs": _args(op.outputs),
+        "inputs": op.inputs.normalized(), "outputs": op.outputs.normalized(),
         "attrs": _attrs(op, {} if extras is None else extras),
     }  # fmt: skip
 
