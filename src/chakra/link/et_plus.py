@@ -21,6 +21,7 @@ import msgspec
 
 from chakra.errors import PathLike
 from chakra.fileio import AtomicGroup, atomic_output
+from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo
 from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
 from chakra.link.model import GpuNode, LinkedTrace
@@ -174,3 +175,20 @@ def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGro
             out.write(separator + _ENCODER.encode(node))
             separator = b",\n"
         out.write(b"\n]}\n")
+
+
+_NODE_DECODER = msgspec.json.Decoder(EtPlusNode, strict=False)
+
+
+def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
+    """The ET+ of ``linked`` in memory, as :func:`write_et_plus` then
+    :func:`chakra.convert.load_et_plus` would give it, without the file: for the converter
+    when a trace fits in memory (big ones go through the file, read as an outline). Each
+    node is still built as its ET+ JSON (the writer's one definition of the format) and
+    decoded; ``path`` is the host trace's, for messages."""
+    host = linked.host
+    nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
+    link = LinkInfo(format=FORMAT, rank=linked.device.rank, dependencies=list(linked.edges))
+    return EtPlusTrace(path=host.path, schema=host.schema, pid=host.pid, time=host.time,
+                       start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
+                       link=link)  # fmt: skip
