@@ -6,7 +6,7 @@ between stages. Op arguments stay raw JSON until asked for (see :class:`OpArgs`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
 import msgspec
@@ -270,7 +270,7 @@ class HostOp(msgspec.Struct, frozen=True, gc=False):
     def is_record_param_comms(self) -> bool:
         return self.name == RECORD_PARAM_COMMS_NAME
 
-    def standard_attrs(self, tid: Optional[int] = None) -> tuple[HostAttr, ...]:
+    def standard_attrs(self, tid: Optional[int] = None) -> Sequence[HostAttr]:
         """The seven attrs of :data:`STANDARD_ATTR_TYPES` (``rf_id`` 0 when unknown;
         ``tid``: another thread's id, for an op that ran there)."""
         values = (self.rf_id or 0, self.fw_parent, self.seq_id, self.scope,
@@ -278,7 +278,7 @@ class HostOp(msgspec.Struct, frozen=True, gc=False):
         return tuple(HostAttr(name, kind, value)
                      for (name, kind), value in zip(STANDARD_ATTR_TYPES, values))  # fmt: skip
 
-    def comm_attrs(self) -> tuple[HostAttr, ...]:
+    def comm_attrs(self) -> Sequence[HostAttr]:
         """``record_param_comms`` metadata read from positional inputs (schemas before
         1.1.0), as the attrs 1.1.0+ writes, less those the op's attrs already hold: so that
         every consumer finds it in one place."""
