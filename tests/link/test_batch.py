@@ -80,7 +80,7 @@ def test_two_files_of_one_rank_are_an_error_naming_both(tmp_path: Path) -> None:
     kineto(devices / "worker0_step_12.1694128201553.pt.trace.json", 0)
     kineto(devices / "worker1_step_12.1694128201554.pt.trace.json", None)
     pairs = pair_by_rank(hosts, devices)
-    assert [(rank, h.name, d.name) for rank, h, d in pairs] == [
+    assert [(p.rank, p.host.name, p.device.name) for p in pairs] == [
         (0, "worker0_step_12.host_et.json", "worker0_step_12.1694128201553.pt.trace.json"),
         (1, "worker1_step_12.host_et.json", "worker1_step_12.1694128201554.pt.trace.json"),
     ]

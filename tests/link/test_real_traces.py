@@ -10,6 +10,7 @@ import pytest
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link import EdgeKind, LinkOptions, link_traces
 from chakra.link.et_plus import write_et_plus
+from chakra.link.model import WindowChoice
 from tests.conftest import REPO_ROOT
 
 FIXTURES = REPO_ROOT / "tests" / "data" / "pytorch213"
@@ -46,7 +47,12 @@ def test_linear_joins_one_iteration_in_program_order(shared_traces: Path) -> Non
     assert report.rejected == {}
     assert report.gpu_coverage >= 0.99 and report.gpu_ops_linked > 200
     assert report.window is not None
-    assert report.window.endswith("iteration 0 of 39 matching equally in program order")
+    assert (report.window.choice, report.window.iteration, report.window.candidates) == (
+        WindowChoice.HOST_SPAN,
+        0,
+        39,
+    )
+    assert report.window.describe().endswith("iteration 0 of 39 matching equally in program order")
     assert any("equally well" in note for note in report.notes)  # the guess is said
     other = link_pair(param / "linear.host_et.json.gz", param / "linear.kineto.json.gz",
                       iteration=3)  # fmt: skip
@@ -67,7 +73,7 @@ def test_linear_program_order_agrees_with_name_alignment(shared_traces: Path) ->
     device = load_device_trace(param / "linear.kineto.json.gz")
     ordered = link_traces(host, device, LinkOptions()).matches
     aligned = _join_by_alignment(
-        linkable_host_ops(host), kineto_cpu_events(device), LinkOptions(), None, None
+        linkable_host_ops(host), kineto_cpu_events(device), LinkOptions(), None
     ).matches
     assert len(aligned) == len(ordered) == 928
     assert {h: id(m.event) for h, m in ordered.items()} == {
@@ -114,3 +120,8 @@ def test_et_plus_is_reference_shaped_and_deterministic(shared_traces: Path, tmp_
     assert waiting and all(set(n["sync_dep"]) <= {g["id"] for g in gpu} for n in waiting)
     kinds = {d["kind"] for d in document["chakra_link"]["dependencies"]}
     assert kinds == {"launch", "stream_order", "host_sync"}
+    first_dep = document["chakra_link"]["dependencies"][0]
+    assert list(first_dep) == ["kind", "src", "dst", "via", "via_correlation", "via_ts",
+                               "via_end", "via_host"]  # fmt: skip
+    window = document["chakra_link"]["report"]["window"]  # the window in words, as printed
+    assert window.startswith("span of the host ET's ops (") and window.endswith(" us)")

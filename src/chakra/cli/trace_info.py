@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
+import msgspec
+
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.et.summary import summarize_et
 from chakra.ingest.detect import TraceKind, load_json_trace, sniff_kind
@@ -27,13 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def summarize(path: str) -> dict[str, Any]:
-    """Summary of one file of any supported kind, detected by content."""
+    """Summary of one file of any supported kind, detected by content, as JSON values."""
     if sniff_kind(path) is TraceKind.CHAKRA_ET:
         return summarize_et(path)
     trace = load_json_trace(path)
     if isinstance(trace, HostTrace):
-        return summarize_host_trace(trace)
-    return summarize_device_trace(trace)
+        return msgspec.to_builtins(summarize_host_trace(trace))
+    return msgspec.to_builtins(summarize_device_trace(trace))
 
 
 def _print(path: str, summary: dict[str, Any], as_json: bool) -> None:

@@ -17,12 +17,11 @@ from chakra.cli import arg_types
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio import AtomicGroup, atomic_output
+from chakra.fileio import AtomicGroup
 from chakra.ingest.detect import TraceKind, require_kind
-from chakra.ingest.json_input import dump_finite
 from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
-from chakra.link.model import LinkOptions, LinkReport
-from chakra.link.report import render_table, report_as_dict
+from chakra.link.model import LinkOptions, LinkReport, RankResult
+from chakra.link.report import render_table, write_rank_reports, write_report
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chakra_trace_link",
         description="Link a PyTorch host execution trace with its Kineto trace into ET+ JSON.",
     )
-    one = parser.add_argument_group("one rank")
+    _add_one_rank_options(parser.add_argument_group("one rank"))
+    _add_batch_options(parser.add_argument_group("many ranks"))
+    _add_linking_options(parser.add_argument_group("linking"))
+    add_log_level_option(parser)
+    return parser
+
+
+def _add_one_rank_options(one: argparse._ArgumentGroup) -> None:
     one.add_argument(
         "--chakra-host-trace",
         "--pytorch-et-file",
@@ -51,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument(
         "--rank", type=arg_types.nonneg_int, help="rank of this pair (checked against the trace)"
     )
-    many = parser.add_argument_group("many ranks")
+
+
+def _add_batch_options(many: argparse._ArgumentGroup) -> None:
     many.add_argument("--host-dir", type=Path, help="folder of per-rank host traces")
     many.add_argument("--device-dir", type=Path, help="folder of per-rank Kineto traces")
     many.add_argument(
@@ -68,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"ranks linked in parallel (1 to {arg_types.MAX_JOBS:,})",
     )
     many.add_argument("--gzip", action="store_true", help="write rank<r>.et_plus.json.gz")
-    how = parser.add_argument_group("linking")
+
+
+def _add_linking_options(how: argparse._ArgumentGroup) -> None:
     how.add_argument(
         "--profiler-step", type=arg_types.nonneg_int, help="link only ProfilerStep#N's window"
     )
@@ -101,8 +111,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="--strict: share of GPU ops that must be linked (default 1.0)",
     )
-    add_log_level_option(parser)
-    return parser  # fmt: skip
 
 
 def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
@@ -112,13 +120,6 @@ def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
         Coverage(args.min_host_coverage, args.min_gpu_coverage) if args.strict else Coverage()
     )
     return options, coverage
-
-
-def _write_report(path: Optional[Path], data: object, group: Optional[AtomicGroup] = None) -> None:
-    if path is not None:
-        with atomic_output(path, text=True, group=group) as out:
-            dump_finite(data, out, path, indent=2, sort_keys=True)
-            out.write("\n")
 
 
 def _link_one(args: argparse.Namespace) -> None:
@@ -136,7 +137,8 @@ def _link_one(args: argparse.Namespace) -> None:
     report: LinkReport = link_files(args.host_trace, args.device_trace, args.output_file,
                                     options, coverage, args.rank)  # fmt: skip
     print(render_table(report, f"linked {args.output_file}"))
-    _write_report(args.report, report_as_dict(report))
+    if args.report is not None:
+        write_report(args.report, report)
 
 
 def _link_many(args: argparse.Namespace) -> None:
@@ -145,8 +147,8 @@ def _link_many(args: argparse.Namespace) -> None:
     options, coverage = _options(args)
     pairs = pair_by_rank(args.host_dir, args.device_dir)  # a missing folder: nothing made
     suffix = ".json.gz" if args.gzip else ".json"
-    outputs = [args.output_dir / f"rank{rank}.et_plus{suffix}" for rank, _, _ in pairs]
-    inputs = [path for _, host, device in pairs for path in (host, device)]
+    outputs = [args.output_dir / f"rank{pair.rank}.et_plus{suffix}" for pair in pairs]
+    inputs = [path for pair in pairs for path in (pair.host, pair.device)]
     with new_folder(args.output_dir):
         prepare_outputs([*outputs, args.report], inputs, folders=[args.output_dir])
         with AtomicGroup() as group:  # the ranks' files and the report, or nothing
@@ -155,17 +157,26 @@ def _link_many(args: argparse.Namespace) -> None:
             _report_ranks(args, results, group)
 
 
-def _report_ranks(args: argparse.Namespace, results: list, group: AtomicGroup) -> None:
+def _report_ranks(
+    args: argparse.Namespace, results: Sequence[RankResult], group: AtomicGroup
+) -> None:
     """Print a line per rank; write the report when every rank succeeded, else raise."""
-    failed = [(rank, error) for rank, _, error in results if error]
-    for rank, report, error in results:
-        print(f"rank {rank}: " + (f"error: {error}" if error else
-              f"{sum(report['matched'].values())}/{report['host_ops']} host ops, "
-              f"{report['gpu_ops_linked']} GPU ops linked"))  # fmt: skip
+    for result in results:
+        print(f"rank {result.rank}: {_rank_line(result)}")
+    failed = [result for result in results if result.error]
     if failed:
         raise ChakraError(f"{len(failed)} of {len(results)} ranks failed, so no file was "
-                          f"written (first: rank {failed[0][0]}: {failed[0][1]})")  # fmt: skip
-    _write_report(args.report, {str(rank): report for rank, report, _ in results}, group)
+                          f"written (first: rank {failed[0].rank}: {failed[0].error})")  # fmt: skip
+    if args.report is not None:
+        write_rank_reports(args.report, results, group)
+
+
+def _rank_line(result: RankResult) -> str:
+    report = result.report
+    if result.error or report is None:
+        return f"error: {result.error}"
+    return (f"{sum(report.matched.values())}/{report.host_ops} host ops, "
+            f"{report.gpu_ops_linked} GPU ops linked")  # fmt: skip
 
 
 def _link(args: argparse.Namespace) -> None:

@@ -37,7 +37,7 @@ from chakra.convert.nodes import (
     idle_node,
     segment_node,
 )
-from chakra.convert.parents import backward_parents
+from chakra.convert.parents import Parents, backward_parents
 from chakra.convert.segments import Segmentation
 from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
@@ -141,7 +141,7 @@ class _Plan(msgspec.Struct):
     idle: list[IdleNode]
     delays: list[DelayNode]
     kinds: dict[int, Classified]
-    parents: _Parents
+    parents: Parents
     end: Optional[tuple]  # (id, deps, start_us) of the [end] node, if any (_end_node)
 
 
@@ -190,7 +190,7 @@ def _plan(
     delays = add_delays(timed, graph, measured_end, segments.next_id)
     start_us.update((delay.node_id, delay.start_us) for delay in delays)
     progress.step("choosing parents")
-    parents = _Parents(by_id, segments, idle, delays)
+    parents = Parents(by_id, segments, idle, delays)
     parents.left_out = backward_parents(parents.items(), graph.deps, graph.ids, start_us)
     progress.step("classifying nodes")
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
@@ -276,7 +276,7 @@ def _require_peers(trace: EtPlusTrace, kinds: dict[int, Classified]) -> None:
 def _end_node(
     kinds: dict[int, Classified],
     graph: Graph,
-    parents: _Parents,
+    parents: Parents,
     measured_end: dict[int, Any],
     by_id: dict[int, EtPlusNode],
 ) -> Optional[tuple]:
@@ -305,50 +305,6 @@ def _comm_groups(kinds: Iterable[Classified]) -> dict[str, list[int]]:
         if kind.pg_name is not None and kind.pg_ranks:
             groups.setdefault(kind.pg_name, sorted(kind.pg_ranks))
     return dict(sorted(groups.items(), key=lambda item: int(item[0])))
-
-
-class _Parents:
-    """Each node's parent (its ``ctrl_deps``), less those left out (:mod:`.parents`): a host
-    op's or GPU op's own ``ctrl_deps``; a later segment's op; an idle node's or a delay's,
-    that of the op it precedes (the op a delayed segment is part of, for a delay before a
-    segment). Only the extra nodes' parents are stored: a dictionary over every node took
-    ~100 MiB on a 600 MB job."""
-
-    def __init__(self, by_id: dict[int, EtPlusNode], segments: Segmentation,
-                 idle: list[IdleNode], delays: list[DelayNode]) -> None:  # fmt: skip
-        self.by_id = by_id
-        self.left_out: set[int] = set()
-        op_of = {s.node_id: s.op_id for s in segments.extra}
-        self.extra = dict(op_of)
-        for gap in idle:
-            parent = self._own(gap.before)
-            if parent is not None:
-                self.extra[gap.node_id] = parent
-        for delay in delays:
-            parent = op_of.get(delay.before, self._own(delay.before))
-            if parent is not None:
-                self.extra[delay.node_id] = parent
-
-    def _own(self, node_id: int) -> Optional[int]:
-        node = self.by_id.get(node_id)
-        if node is None or node.ctrl_deps not in self.by_id or node.ctrl_deps == node_id:
-            return None
-        return node.ctrl_deps
-
-    def get(self, node_id: int) -> Optional[int]:
-        """The parent written as ``ctrl_deps`` (None: none, or left out)."""
-        if node_id in self.left_out:
-            return None
-        parent = self.extra.get(node_id)
-        return parent if parent is not None else self._own(node_id)
-
-    def items(self) -> Iterator[tuple[int, int]]:
-        """Every (child, parent), before any is left out."""
-        for node_id in self.by_id:
-            parent = self._own(node_id)
-            if parent is not None:
-                yield node_id, parent
-        yield from self.extra.items()
 
 
 def _measured_ends(

@@ -9,122 +9,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 import msgspec
 
 from chakra.convert.et_plus_lines import read_by_lines, reread_nodes
 from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.et_plus_model import EtPlusAttr as EtPlusAttr  # the model, re-exported
+from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo, NodePayload
+from chakra.ingest.et_plus_model import Number as Number
 from chakra.ingest.host_json import NULL_JSON
+from chakra.ingest.host_loader import load_host_trace
+from chakra.ingest.host_model import HostOp
 from chakra.ingest.json_input import decode_element, decode_json, gc_paused, read_json_bytes
 from chakra.progress import Progress, phase
 
-Number = Union[int, float]
 logger = logging.getLogger(__name__)
-
-
-class EtPlusAttr(msgspec.Struct, frozen=True, gc=False):
-    name: str
-    type: str = ""
-    value: Any = None
-
-
-class Collective(msgspec.Struct, frozen=True, gc=False):
-    """Kineto's collective metadata of an NCCL kernel, as our linker copies it."""
-
-    name: Optional[str] = None
-    dtype: Optional[str] = None
-    in_msg_nelems: Optional[int] = None
-    out_msg_nelems: Optional[int] = None
-    group_size: Optional[int] = None
-    pg_name: Union[str, int, None] = None
-    pg_desc: Optional[str] = None
-    pg_ranks: Any = None
-
-
-class LaunchCall(msgspec.Struct, frozen=True, gc=False):
-    """The runtime/driver call that launched a GPU op (our ET+ records it)."""
-
-    ts: Optional[Number] = None
-    dur: Optional[Number] = None
-    name: Optional[str] = None
-
-
-class EtPlusNode(msgspec.Struct, frozen=True, gc=False):
-    """One ET+ node. ``inputs``/``outputs`` stay raw JSON. Times in microseconds."""
-
-    id: int
-    name: str
-    ctrl_deps: Optional[int] = None
-    inputs: msgspec.Raw = NULL_JSON
-    outputs: msgspec.Raw = NULL_JSON
-    attrs: list[EtPlusAttr] = []
-    ts: Optional[Number] = None
-    inclusive_dur: Optional[Number] = None
-    exclusive_dur: Optional[Number] = None
-    dur: Optional[Number] = None
-    inter_thread_dep: Optional[int] = None
-    sync_dep: list[int] = []
-    cat: Optional[str] = None
-    stream: Optional[int] = None
-    device: Optional[int] = None
-    correlation: Optional[int] = None
-    pg_name: Union[str, int, None] = None
-    collective: Optional[Collective] = None
-    idle_gap: Optional[Number] = None
-    kineto_thread: Optional[list[Union[int, str]]] = None
-    ran_under: Optional[int] = None  # the node it ran under, when not its ctrl_deps parent
-    launch: Optional[LaunchCall] = None
-
-    @property
-    def end(self) -> Optional[Number]:
-        """Measured end (µs), when the node was timed."""
-        length = self.dur if self.dur is not None else self.inclusive_dur
-        return None if self.ts is None or length is None else self.ts + length
-
-    @property
-    def is_gpu(self) -> bool:
-        return self.cat is not None
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        for entry in self.attrs:
-            if entry.name == name:
-                return entry.value
-        return default
-
-
-class Dependency(msgspec.Struct, frozen=True, gc=False):
-    kind: str
-    src: int
-    dst: Optional[int] = None
-    via: Optional[str] = None
-    via_correlation: Optional[int] = None
-    via_ts: Optional[Number] = None
-    via_end: Optional[Number] = None
-    via_host: Optional[int] = None
-
-
-class LinkInfo(msgspec.Struct, frozen=True, gc=False):
-    format: Optional[str] = None
-    rank: Optional[int] = None
-    dependencies: list[Dependency] = []
-
-
-class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):
-    """A loaded ET+ file. ``link`` is None for ET+ written by the reference linker.
-
-    ``outline``: most nodes lack their inputs, outputs and attrs (see :func:`load_et_plus`);
-    :func:`with_payloads` reads what they lack again."""
-
-    path: str
-    schema: str
-    pid: Optional[int]
-    time: Optional[str]
-    start_ts: Optional[int]
-    finish_ts: Optional[int]
-    nodes: list[EtPlusNode]
-    link: Optional[LinkInfo]
-    outline: bool = False
 
 
 class _RawEtPlus(msgspec.Struct, gc=False):
@@ -312,15 +212,6 @@ def _ids_increase(nodes: list[EtPlusNode]) -> bool:
     return all(nodes[i].id < nodes[i + 1].id for i in range(len(nodes) - 1))
 
 
-class NodePayload(msgspec.Struct, frozen=True, gc=False):
-    """What an outline node lacks (see :func:`load_et_plus`), read again when writing."""
-
-    id: int
-    inputs: msgspec.Raw = NULL_JSON
-    outputs: msgspec.Raw = NULL_JSON
-    attrs: list[EtPlusAttr] = []
-
-
 _PAYLOAD_DECODER = msgspec.json.Decoder(NodePayload, strict=False)
 
 
@@ -344,19 +235,23 @@ def with_payloads(trace: EtPlusTrace) -> Iterator[tuple[EtPlusNode, NodePayload]
 def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
     """A host ET read as ET+ with no timing: the nodes the linker would write, without
     ``ts``/durations. Every schema version the host loader knows is accepted."""
-    from chakra.ingest.host_loader import load_host_trace
-    from chakra.link.et_plus import host_node_untimed
-
     host = load_host_trace(path, data)
     logger.warning(
         "%s: a host execution trace without device timing: durations are 0 "
         "(link it with its Kineto trace by chakra_trace_link for measured times)",
         path,
     )
-    sharing, extras, encode = _Sharing(path), {}, msgspec.json.encode
-    nodes = [sharing.node(_NODE_DECODER.decode(encode(host_node_untimed(op, extras))))
-             for op in host.ops]  # fmt: skip
+    sharing = _Sharing(path)
+    nodes = [sharing.node(untimed_node(op)) for op in host.ops]
     check_ranges(path, host, nodes)
     return EtPlusTrace(path=str(path), schema=host.schema, pid=host.pid, time=host.time,
                        start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
                        link=None)  # fmt: skip
+
+
+def untimed_node(op: HostOp) -> EtPlusNode:
+    """The ET+ node of a host op before any timing is added, as the linker writes it
+    (:func:`chakra.link.et_plus.host_node_untimed`), built without a JSON round trip."""
+    attrs = [*op.standard_attrs(), *op.attrs, *op.comm_attrs()]
+    return EtPlusNode(id=op.id, name=op.name, ctrl_deps=op.parent_id, attrs=attrs,
+                      inputs=op.inputs.normalized(), outputs=op.outputs.normalized())  # fmt: skip

@@ -17,6 +17,7 @@ import msgspec
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, Number
 from chakra.convert.segments import Segment, Segmentation, SyncCall, cut_points
 from chakra.ingest.device_model import CLOCK_RESOLUTION_US
+from chakra.ingest.edges import EdgeKind
 from chakra.ingest.vocabulary import PROCESS_ROOT_NAMES, THREAD_ROOT_NAMES
 
 
@@ -141,19 +142,41 @@ def thread_chains(
     children's subtrees (children in program order, :func:`program_order`); a thread root
     follows its parent. An op that ran elsewhere (``ran_under``, e.g. on a worker thread) is
     a child of the node it ran under. With ``gaps``, an idle node precedes each op with a
-    measured
-    ``idle_gap`` whose parent is untimed (a timed parent's own segments already cover the
+    measured ``idle_gap`` whose parent is untimed (a timed parent's own segments already cover the
     gap). ``meets_last``: host communication ops, whose id goes to their last segment (where
     they meet the other ranks). Iterative DFS; returns the idle nodes created (ids from
     ``segments.next_id``)."""
-    children: dict[int, list[EtPlusNode]] = defaultdict(list)
+    children = _host_children(trace, by_id)
+    first = first_starts((n for n in trace.nodes if not n.is_gpu), children)
+    for parent_id, kids in children.items():
+        children[parent_id] = program_order(kids, first)
+    _split_timed_ops(trace, by_id, children, first, segments, meets_last)
+    graph.ids.update(segment.node_id for segment in segments.extra)
+    return _chain(trace, by_id, children, graph, gaps, segments)
+
+
+def _host_children(
+    trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode]
+) -> defaultdict[int, list[EtPlusNode]]:
+    """Host op id -> the host ops that ran under it (``ran_under``, else ``ctrl_deps``)."""
+    children: defaultdict[int, list[EtPlusNode]] = defaultdict(list)
     for node in trace.nodes:
         parent = node.ran_under if node.ran_under in by_id else node.ctrl_deps
         if not node.is_gpu and parent in by_id and parent != node.id:
             children[parent].append(node)
-    first = first_starts((n for n in trace.nodes if not n.is_gpu), children)
-    for parent_id, kids in children.items():
-        children[parent_id] = program_order(kids, first)
+    return children
+
+
+def _split_timed_ops(
+    trace: EtPlusTrace,
+    by_id: Mapping[int, EtPlusNode],
+    children: Mapping[int, list[EtPlusNode]],
+    first: Mapping[int, Optional[Number]],
+    segments: Segmentation,
+    meets_last: Collection[int],
+) -> None:
+    """Cut every timed host op into segments around its children and the synchronising
+    calls it made (:meth:`Segmentation.split`)."""
     calls = sync_calls(trace, by_id)
     cuts = cut_points(trace.nodes, calls)
     resumes: dict[int, dict[Number, Number]] = defaultdict(dict)
@@ -164,7 +187,19 @@ def thread_chains(
             segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()), first,
                            anchor_last=node.id in meets_last,
                            resumes=resumes.get(node.id))  # fmt: skip
-    graph.ids.update(segment.node_id for segment in segments.extra)
+
+
+def _chain(
+    trace: EtPlusTrace,
+    by_id: Mapping[int, EtPlusNode],
+    children: Mapping[int, list[EtPlusNode]],
+    graph: Graph,
+    gaps: bool,
+    segments: Segmentation,
+) -> list[IdleNode]:
+    """The walk of :func:`thread_chains`: an explicit stack of nodes, segments and restore
+    marks, each with the chain (thread root id) it belongs to; ``last[chain]`` is the node
+    the next one on that chain follows."""
     idle: list[IdleNode] = []
     last: dict[int, int] = {}
     detached = segments.detached
@@ -202,18 +237,25 @@ def thread_chains(
             and previous is not None
             and (parent is None or parent.ts is None)
         ):
-            gap = IdleNode(segments.next_id, node.id, node.idle_gap)
-            segments.next_id += 1
-            idle.append(gap)
-            graph.ids.add(gap.node_id)
-            graph.add(previous, gap.node_id, "cpu_chain")
-            last[chain] = gap.node_id
+            last[chain] = _idle_before(node, previous, graph, segments, idle)
         if node.id in segments.pieces and node.id not in detached:
             pieces = segments.pieces[node.id]
         else:
             pieces = children.get(node.id, [])
         stack.extend((piece, chain) for piece in reversed(pieces))
     return idle
+
+
+def _idle_before(
+    node: EtPlusNode, previous: int, graph: Graph, segments: Segmentation, idle: list[IdleNode]
+) -> int:
+    """Add an idle node of ``node``'s measured gap after ``previous``; returns its id."""
+    gap = IdleNode(segments.next_id, node.id, node.idle_gap or 0)
+    segments.next_id += 1
+    idle.append(gap)
+    graph.ids.add(gap.node_id)
+    graph.add(previous, gap.node_id, "cpu_chain")
+    return gap.node_id
 
 
 def sync_calls(trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode]) -> list[SyncCall]:
@@ -223,14 +265,14 @@ def sync_calls(trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode]) -> list[Sync
         return []
     waited: dict[tuple[int, Number, Number], Number] = {}
     for dep in trace.link.dependencies:
-        if dep.kind != "host_sync" or dep.via_host is None:
+        if dep.kind is not EdgeKind.HOST_SYNC or dep.via_host is None:
             continue
-        if dep.via_ts is None or dep.via_end is None:
+        if dep.via_ts_us is None or dep.via_end_us is None:
             continue
-        key = (dep.via_host, dep.via_ts, dep.via_end)
+        key = (dep.via_host, dep.via_ts_us, dep.via_end_us)
         gpu = by_id.get(dep.src)
-        gpu_end = gpu.end if gpu is not None and gpu.end is not None else dep.via_ts
-        waited[key] = max(waited.get(key, dep.via_ts), min(gpu_end, dep.via_end))
+        gpu_end = gpu.end if gpu is not None and gpu.end is not None else dep.via_ts_us
+        waited[key] = max(waited.get(key, dep.via_ts_us), min(gpu_end, dep.via_end_us))
     return [SyncCall(host, start, end, resumed) for (host, start, end), resumed in waited.items()]
 
 
@@ -267,15 +309,16 @@ def evidence(
         graph.add(src if src is not None else node.ctrl_deps, node.id, "launch")
     if trace.link is not None:
         for dep in trace.link.dependencies:
-            if dep.kind == "host_sync":  # the call's own segment waits for the GPU
-                call = dep.via_ts if dep.via_ts is not None else dep.via_end
+            kind = dep.kind
+            if kind is EdgeKind.HOST_SYNC:  # the call's own segment waits for the GPU
+                call = dep.via_ts_us if dep.via_ts_us is not None else dep.via_end_us
                 inside = segments.containing(dep.via_host, call) if dep.via_host else None
-                graph.add(dep.src, inside if inside is not None else dep.dst, dep.kind)
-            elif dep.kind == "inter_thread":
-                graph.add(segments.last(dep.src), dep.dst, dep.kind)
+                graph.add(dep.src, inside if inside is not None else dep.dst, kind.value)
+            elif kind is EdgeKind.INTER_THREAD:
+                graph.add(segments.last(dep.src), dep.dst, kind.value)
                 _waiting_parent(dep.src, dep.dst, by_id, graph, segments)
-            elif dep.kind in ("stream_order", "event_wait"):
-                graph.add(dep.src, dep.dst, dep.kind)
+            elif kind in (EdgeKind.STREAM_ORDER, EdgeKind.EVENT_WAIT):
+                graph.add(dep.src, dep.dst, kind.value)
         return
     streams: dict[tuple, list[EtPlusNode]] = defaultdict(list)
     for node in gpu:

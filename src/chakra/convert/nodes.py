@@ -2,7 +2,8 @@
 
 Each builder returns a ``Node`` message's bytes, assembled from serialized pieces (see
 :mod:`chakra.et.node_fields`) rather than through a message object: the hot path of large
-conversions. ``tests/convert/test_nodes.py`` checks them against protobuf's own messages.
+conversions (benchmarks/convert_throughput.py). ``tests/convert/test_nodes.py`` checks them
+against protobuf's own messages.
 """
 
 from __future__ import annotations

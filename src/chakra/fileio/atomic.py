@@ -291,3 +291,10 @@ class AtomicGroup:
             self.commit()
         else:
             self.discard()
+
+
+def copy_local_to(local: Path, target: Location) -> None:
+    """Copy the local file ``local`` to ``target`` atomically (via a temporary sibling)."""
+    with atomic_output(target, compress=False) as out, local.open("rb") as source:
+        while chunk := source.read(1 << 20):
+            out.write(chunk)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Optional, Union
 
 from chakra.errors import ChakraError, FileAccessError, PathLike
+from chakra.fileio.stale import temporary_prefix
 
 #: A local path, or a URL string (``scheme://...``).
 Location = Union[Path, str]
@@ -176,8 +177,6 @@ def temporary_sibling(path: str, owner: Optional[int] = None) -> str:
     (``.<name>.<host>-<pid>.<random>.partial``: never taken for a trace by the folder
     listings; ``owner``: the process that will move it, default this one; see
     :mod:`chakra.fileio.stale`)."""
-    from chakra.fileio.stale import temporary_prefix
-
     prefix = temporary_prefix(name_of(path), os.getpid() if owner is None else owner)
     return join(parent_of(path), f"{prefix}{uuid.uuid4().hex[:12]}.partial")  # type: ignore[return-value]
 
@@ -200,10 +199,12 @@ def remove_url(url: str) -> None:
         fs.rm(path)
 
 
-def copy_local_to(local: Path, target: Location) -> None:
-    """Copy the local file ``local`` to ``target`` atomically (via a temporary sibling)."""
-    from chakra.fileio.atomic import atomic_output
+def __getattr__(name: str) -> Any:
+    """``copy_local_to`` moved to :mod:`chakra.fileio.atomic` (it writes through
+    ``atomic_output``); kept reachable here until ``chakra.pipeline.outputs`` imports it
+    from there, without importing ``atomic`` when this module loads."""
+    if name == "copy_local_to":
+        from chakra.fileio import atomic
 
-    with atomic_output(target, compress=False) as out, local.open("rb") as source:
-        while chunk := source.read(1 << 20):
-            out.write(chunk)
+        return atomic.copy_local_to
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

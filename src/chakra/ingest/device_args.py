@@ -27,6 +27,8 @@ class CompactArgs(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=T
     holds it as a field. Decoding JSON with another key fails: see :class:`ArgsDecoder`."""
 
 
+# Why: the compact classes keep a loaded trace near its file's size (the "kept" column of
+# benchmarks/ingest_throughput.py); these class attributes let them stand for KinetoArgs.
 for _name in KinetoArgs.__struct_fields__:
     setattr(CompactArgs, _name, None)
 

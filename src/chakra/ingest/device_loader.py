@@ -81,18 +81,11 @@ class _RawKinetoTrace(msgspec.Struct, gc=False):
     other_kind: msgspec.Raw = field(default=_EMPTY, name=_OTHER[0])
 
 
-class _RawEvent(msgspec.Struct, gc=False):
-    """One event as decoded, before its strings are shared and its args decoded."""
+class _RawEvent(KinetoEvent, frozen=True, gc=False):
+    """One event as decoded (the fields of :class:`KinetoEvent`), before its strings are
+    shared and its args decoded (:mod:`chakra.ingest.device_args`)."""
 
-    phase: str = field(default="", name="ph")
-    category: str = field(default="", name="cat")
-    name: str = ""
-    pid: Union[int, str] = 0
-    tid: Union[int, str] = 0
-    ts_us: Union[int, float, None] = field(default=None, name="ts")
-    dur_us: Union[int, float] = field(default=0, name="dur")
-    flow_id: Union[int, str, None] = field(default=None, name="id")
-    args: msgspec.Raw = _EMPTY
+    args: msgspec.Raw = _EMPTY  # type: ignore[assignment]
 
 
 _DECODER = msgspec.json.Decoder(_RawKinetoTrace, strict=False)
@@ -106,7 +99,7 @@ _CATEGORIES = tuple(dict.fromkeys((
 )))  # fmt: skip
 
 
-class _KnownEvent(_RawEvent, gc=False):
+class _KnownEvent(_RawEvent, frozen=True, gc=False):
     """An event whose phase and category are known: both come decoded as shared strings."""
 
     phase: Literal[_PHASES] = field(default="", name="ph")  # type: ignore[valid-type]
@@ -174,42 +167,87 @@ def _longest_first_within_ties(events: list[KinetoEvent], starts: list) -> None:
         events[first:end] = sorted(events[first:end], key=_DURATION, reverse=True)
 
 
+class _Sorted:
+    """The events of a trace as they are decoded: CPU ops, runtime calls, GPU ops, CUDA
+    syncs and GPU annotations each in their bucket, flows by column, profiler steps, thread
+    names, events counted by category, and the older category names met (``aliases``)."""
+
+    def __init__(self) -> None:
+        self.cpu: list[KinetoEvent] = []
+        self.runtime: list[KinetoEvent] = []
+        self.gpu: list[KinetoEvent] = []
+        self.sync: list[KinetoEvent] = []
+        self.gpu_annotation: list[KinetoEvent] = []
+        self.flows = FlowColumns()
+        self.steps: list[ProfilerStep] = []
+        self.thread_names: list[tuple[Union[int, str], Union[int, str], str]] = []
+        self.counts: defaultdict[str, int] = defaultdict(int)
+        self.aliases: dict[str, str] = {}  # older or other-case category names met -> today's
+
+    def routes(self) -> dict[str, Optional[tuple]]:
+        """Category -> (category, bucket (None: a flow), strict and lenient args decoders)."""
+        route = {
+            **dict.fromkeys(CPU_OP_CATEGORIES, self.cpu),
+            **dict.fromkeys(RUNTIME_CATEGORIES, self.runtime),
+            **dict.fromkeys(GPU_OP_CATEGORIES, self.gpu),
+            Category.CUDA_SYNC: self.sync,
+            Category.GPU_USER_ANNOTATION: self.gpu_annotation,
+            Category.AC2G: None,  # flows: stored by column
+        }
+        return {
+            category: (category, bucket, *_ARGS_DECODERS.get(category, _FULL_ARGS_DECODER))
+            for category, bucket in route.items()
+        }
+
+    def add_thread_name(self, event: _RawEvent) -> None:
+        if event.name == "thread_name" and event.args:
+            label = _LABEL_DECODER.decode(event.args).label
+            if label is not None:
+                self.thread_names.append((event.pid, event.tid, label))
+
+
 def _organise(path: PathLike, raw: _RawKinetoTrace, progress: Progress) -> DeviceTrace:
     """The trace of the raw events, decoded one at a time (``progress`` counts them)."""
-    groups: dict[str, list[KinetoEvent]] = {
-        "cpu": [], "runtime": [], "gpu": [], "sync": [], "gpu_annotation": [],
-    }  # fmt: skip
-    flows = FlowColumns()
-    route = {
-        **dict.fromkeys(CPU_OP_CATEGORIES, groups["cpu"]),
-        **dict.fromkeys(RUNTIME_CATEGORIES, groups["runtime"]),
-        **dict.fromkeys(GPU_OP_CATEGORIES, groups["gpu"]),
-        Category.CUDA_SYNC: groups["sync"],
-        Category.GPU_USER_ANNOTATION: groups["gpu_annotation"],
-        Category.AC2G: None,  # flows: stored by column
-    }
-    targets: dict[str, Optional[tuple]] = {
-        category: (category, bucket, *_ARGS_DECODERS.get(category, _FULL_ARGS_DECODER))
-        for category, bucket in route.items()
-    }
-    aliases: dict[str, str] = {}  # older or other-case category names met -> today's
-    cpu = groups["cpu"]
-    steps: list[ProfilerStep] = []
-    thread_names = []
-    counts: defaultdict[str, int] = defaultdict(int)
-    failed: defaultdict[str, int] = defaultdict(int)  # strict args decodes, by category
-    shared: dict[object, object] = {}  # equal strings and ids, one object each
-    share = shared.setdefault
+    found = _Sorted()
+    _sort_events(path, raw, progress, found)
+    if not (found.cpu or found.steps or found.runtime or found.gpu):
+        raise _nothing_recognised(path, found.counts)
+    if found.aliases:
+        renamed = ", ".join(f"{old} -> {new}" for old, new in sorted(found.aliases.items()))
+        logger.info("%s: category names of an older Kineto read as today's: %s", path, renamed)
+    return DeviceTrace(
+        path=str(path),
+        cpu_ops=_sorted_by_start(found.cpu),
+        runtime_calls=_sorted_by_start(found.runtime),
+        gpu_ops=_sorted_by_start(found.gpu),
+        cuda_syncs=_sorted_by_start(found.sync),
+        gpu_annotations=_sorted_by_start(found.gpu_annotation),
+        flows=found.flows.finish(),
+        steps=tuple(sorted(found.steps, key=lambda s: (s.number, s.ts_us))),
+        category_counts=tuple(sorted(found.counts.items())),
+        thread_names=tuple(found.thread_names),
+        distributed=raw.distributed,
+        devices=tuple(raw.devices),
+        trace_name=raw.trace_name,
+        base_time_ns=raw.base_time_ns,
+        schema_version=raw.schema_version,
+    )
+
+
+def _sort_events(path: PathLike, raw: _RawKinetoTrace, progress: Progress, found: _Sorted) -> None:
+    """Decode the raw events into ``found``, each freed once decoded (see RuntimeArgs in
+    device_args). One loop, lookups in locals: benchmarks/ingest_throughput.py runs here."""
+    targets, aliases, counts = found.routes(), found.aliases, found.counts
+    cpu, steps = found.cpu, found.steps
+    add_flow, failed = found.flows.add, defaultdict(int)  # failed strict args decodes
+    share = {}.setdefault  # equal strings and ids, one object each
     timing_error: Optional[TraceFormatError] = None
     decode_known, decode_event = _KNOWN_EVENT_DECODER.decode, _EVENT_DECODER.decode
     raw_events, other_kind = raw.trace_events, bool(raw.other_kind)
     raw.trace_events, raw.other_kind = [], _EMPTY
-    # Each raw event is freed once decoded, which makes room for the events kept (see
-    # device_args.RuntimeArgs for why no kept object has the size of a raw one).
-    raw_events.reverse()
-    next_event = raw_events.pop
+    raw_events.reverse()  # popped from the end: in file order
     for index in progress.tracked(range(len(raw_events)), len(raw_events), "events"):
-        element = next_event()
+        element = raw_events.pop()
         try:
             try:
                 event = decode_known(element)
@@ -223,17 +261,14 @@ def _organise(path: PathLike, raw: _RawKinetoTrace, progress: Progress) -> Devic
             ):
                 timing_error = timing_error or _timing_error(path, index, event)
             if phase == "M":
-                if event.name == "thread_name" and event.args:
-                    label = _LABEL_DECODER.decode(event.args).label
-                    if label is not None:
-                        thread_names.append((event.pid, event.tid, label))
+                found.add_thread_name(event)
                 continue
             target = targets.get(category, _UNSEEN)
             if target is _UNSEEN:
                 target = targets[category] = _alias_target(targets, category, aliases)
             if target is None:
                 continue
-            category, bucket, decode_args, lenient = target
+            category, bucket, decode_args, _ = target
             args = event.args
             if not args or args == _NO_KEYS:
                 args = NO_ARGS
@@ -241,15 +276,12 @@ def _organise(path: PathLike, raw: _RawKinetoTrace, progress: Progress) -> Devic
                 try:
                     args = decode_args(args)
                 except msgspec.ValidationError:  # a key outside the compact class
-                    args = lenient(args)
-                    failed[category] += 1
-                    if failed[category] > _STRICT_TRIES and failed[category] * 5 > counts[category]:
-                        targets[category] = (category, bucket, lenient, lenient)
+                    args = _lenient_args(targets, target, failed, counts, event.args)
         except msgspec.DecodeError as exc:
             raise _event_error(path, element, index, other_kind) from exc
         name, pid, tid, flow_id = event.name, event.pid, event.tid, event.flow_id
         if bucket is None:  # flows share equal heads by themselves
-            flows.add((phase, category, name, pid, tid), ts_us, dur_us, flow_id, args)
+            add_flow((phase, category, name, pid, tid), ts_us, dur_us, flow_id, args)
             continue
         name, pid, tid = share(name, name), share(pid, pid), share(tid, tid)
         if flow_id is not None:
@@ -259,33 +291,25 @@ def _organise(path: PathLike, raw: _RawKinetoTrace, progress: Progress) -> Devic
             steps.append(_step(final))
         else:
             bucket.append(final)
-    # the last raw event and its args still point into the file's bytes: let them all go
-    element = event = None
-    del raw_events, shared
     if timing_error is not None:
         raise timing_error
-    if not (cpu or steps or groups["runtime"] or groups["gpu"]):
-        raise _nothing_recognised(path, counts)
-    if aliases:
-        renamed = ", ".join(f"{old} -> {new}" for old, new in sorted(aliases.items()))
-        logger.info("%s: category names of an older Kineto read as today's: %s", path, renamed)
-    return DeviceTrace(
-        path=str(path),
-        cpu_ops=_sorted_by_start(groups["cpu"]),
-        runtime_calls=_sorted_by_start(groups["runtime"]),
-        gpu_ops=_sorted_by_start(groups["gpu"]),
-        cuda_syncs=_sorted_by_start(groups["sync"]),
-        gpu_annotations=_sorted_by_start(groups["gpu_annotation"]),
-        flows=flows.finish(),
-        steps=tuple(sorted(steps, key=lambda s: (s.number, s.ts_us))),
-        category_counts=tuple(sorted(counts.items())),
-        thread_names=tuple(thread_names),
-        distributed=raw.distributed,
-        devices=tuple(raw.devices),
-        trace_name=raw.trace_name,
-        base_time_ns=raw.base_time_ns,
-        schema_version=raw.schema_version,
-    )
+
+
+def _lenient_args(
+    targets: dict[str, Optional[tuple]],
+    target: tuple,
+    failed: defaultdict[str, int],
+    counts: defaultdict[str, int],
+    args: msgspec.Raw,
+) -> object:
+    """``args`` decoded with every key kept, after the compact class refused one; a category
+    whose strict decodes fail often (see :data:`_STRICT_TRIES`) is decoded leniently from
+    then on."""
+    category, bucket, _, lenient = target
+    failed[category] += 1
+    if failed[category] > _STRICT_TRIES and failed[category] * 5 > counts[category]:
+        targets[category] = (category, bucket, lenient, lenient)
+    return lenient(args)
 
 
 def _alias_target(

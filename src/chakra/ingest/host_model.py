@@ -6,7 +6,7 @@ between stages. Op arguments stay raw JSON until asked for (see :class:`OpArgs`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
 import msgspec
@@ -135,6 +135,16 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
             parts += [b',"strides":', bytes(strides)]
         return cls(msgspec.Raw(b"".join(parts) + b"}"))
 
+    def normalized(self) -> msgspec.Raw:
+        """The object as ET+ writes it: ``values``, ``shapes``, ``types`` and, when
+        present, ``strides``, in that order, compact."""
+        parts = self.parts()
+        text = [b'{"values":', bytes(parts.values), b',"shapes":', bytes(parts.shapes),
+                b',"types":', bytes(parts.types)]  # fmt: skip
+        if bytes(parts.strides) != b"null":
+            text += [b',"strides":', bytes(parts.strides)]
+        return msgspec.Raw(b"".join(text) + b"}")
+
     def parts(self) -> _ArgParts:
         """The four lists as raw JSON (``strides`` is ``null`` when absent)."""
         return _PARTS.decode(self.json)
@@ -188,11 +198,13 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
 
 
 class HostAttr(msgspec.Struct, frozen=True, gc=False):
-    """An entry of a node's ``attrs`` list beyond the standard seven."""
+    """An entry of a node's ``attrs`` list: in a host op, one beyond the standard seven; in
+    an ET+ node (:mod:`chakra.convert.et_plus_input`), any (``type`` and ``value`` may be
+    missing there)."""
 
     name: str
-    type: str
-    value: Any
+    type: str = ""
+    value: Any = None
 
 
 class CommAttrs(msgspec.Struct, frozen=True, gc=False):
@@ -217,6 +229,13 @@ class CommAttrs(msgspec.Struct, frozen=True, gc=False):
     seq: Optional[int] = None
     pg_address: Optional[int] = None
     pg_rank: Optional[int] = None
+
+
+#: The attrs every node of a 1.0.2+ host ET carries, and their types (HostOp's fields).
+STANDARD_ATTR_TYPES = (
+    ("rf_id", "uint64"), ("fw_parent", "uint64"), ("seq_id", "int64"), ("scope", "uint64"),
+    ("tid", "uint64"), ("fw_tid", "uint64"), ("op_schema", "string"),
+)  # fmt: skip
 
 
 class HostOp(msgspec.Struct, frozen=True, gc=False):
@@ -250,6 +269,27 @@ class HostOp(msgspec.Struct, frozen=True, gc=False):
     @property
     def is_record_param_comms(self) -> bool:
         return self.name == RECORD_PARAM_COMMS_NAME
+
+    def standard_attrs(self, tid: Optional[int] = None) -> Sequence[HostAttr]:
+        """The seven attrs of :data:`STANDARD_ATTR_TYPES` (``rf_id`` 0 when unknown;
+        ``tid``: another thread's id, for an op that ran there)."""
+        values = (self.rf_id or 0, self.fw_parent, self.seq_id, self.scope,
+                  self.tid if tid is None else tid, self.fw_tid, self.op_schema)  # fmt: skip
+        return tuple(HostAttr(name, kind, value)
+                     for (name, kind), value in zip(STANDARD_ATTR_TYPES, values))  # fmt: skip
+
+    def comm_attrs(self) -> Sequence[HostAttr]:
+        """``record_param_comms`` metadata read from positional inputs (schemas before
+        1.1.0), as the attrs 1.1.0+ writes, less those the op's attrs already hold: so that
+        every consumer finds it in one place."""
+        if self.comm is None:
+            return ()
+        present = {a.name for a in self.attrs}
+        return tuple(
+            HostAttr(name, "string" if isinstance(value, str) else "uint64", value)
+            for name, value in msgspec.structs.asdict(self.comm).items()
+            if value is not None and name not in present and not isinstance(value, list)
+        )
 
     def attr(self, name: str, default: Any = None) -> Any:
         """Value of an extra attr (e.g. ``kernel_backend``, ``tensor_range``)."""

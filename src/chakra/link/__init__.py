@@ -1,6 +1,7 @@
 """Link a host execution trace with its Kineto trace into ET+ (host ops with their measured
 timing, GPU ops as child nodes with their stream, and the evidence of every dependency)."""
 
+from chakra.link.et_plus import as_et_plus, write_et_plus
 from chakra.link.linker import LinkError, link_traces
 from chakra.link.model import (
     Edge,
@@ -21,5 +22,7 @@ __all__ = [
     "LinkOptions",
     "LinkReport",
     "LinkedTrace",
+    "as_et_plus",
     "link_traces",
+    "write_et_plus",
 ]

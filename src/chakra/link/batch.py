@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import msgspec
 
@@ -21,7 +22,7 @@ from chakra.ingest import load_device_trace, load_host_trace
 from chakra.ingest.detect import peek_rank
 from chakra.link.et_plus import write_et_plus
 from chakra.link.linker import link_traces
-from chakra.link.model import LinkOptions, LinkReport
+from chakra.link.model import LinkOptions, LinkReport, RankResult
 from chakra.link.report import check_coverage, missing_parts
 from chakra.workers import process_pool
 
@@ -136,63 +137,107 @@ def files_by_rank(
     return by_rank
 
 
-def pair_by_rank(host_dir: Location, device_dir: Location) -> list[tuple[int, Any, Any]]:
-    """(rank, host file, device file) for every rank present in both folders (local paths or
-    URLs): host ETs by the rank in their names, Kineto traces by the rank they record (see
-    :func:`host_rank`, :func:`device_rank`). Host files without a rank in their name are
-    left out; a Kineto file without any rank is an error."""
+class RankPair(msgspec.Struct, frozen=True):
+    """The host and device traces of one rank (local paths or URLs)."""
+
+    rank: int
+    host: Location
+    device: Location
+
+
+def pair_by_rank(host_dir: Location, device_dir: Location) -> list[RankPair]:
+    """Every rank of a folder of host traces and a folder of Kineto traces (local paths or
+    URLs), paired by :func:`pair_ranks`; host files without a rank in their name are left
+    out (a Kineto file without any rank is an error)."""
 
     def traces(folder: Location) -> list[Location]:
         return [p for p in list_folder(folder) if name_of(p).endswith(TRACE_SUFFIXES)]
 
     named_hosts = [p for p in traces(host_dir) if rank_in_name(name_of(p)) is not None]
-    hosts = files_by_rank(host_dir, named_hosts, host_rank)
-    devices = files_by_rank(device_dir, traces(device_dir), device_rank)
-    if not hosts or not devices:
+    devices = traces(device_dir)
+    if not named_hosts or not devices:
         raise ChakraError(f"no rank-numbered .json/.json.gz traces in {host_dir} and {device_dir}")
-    unpaired = sorted(set(hosts) ^ set(devices))
-    if unpaired:
-        raise ChakraError(f"ranks {unpaired} have a host trace or a device trace but not both")
-    return [(rank, hosts[rank], devices[rank]) for rank in sorted(hosts)]
+    return pair_ranks(named_hosts, devices, host_dir, device_dir)
 
 
-#: What linking one rank of a batch gives: its rank, report or error, and its output
-#: finished under a temporary name (to be moved into place with the others).
-RankOutcome = tuple[int, Optional[dict[str, Any]], Optional[str], list[Pending]]
+def pair_ranks(
+    hosts: Sequence[Location],
+    devices: Sequence[Location],
+    host_folder: Location,
+    device_folder: Location,
+) -> list[RankPair]:
+    """The one rule pairing host ETs with Kineto traces, in rank order: host ETs by the rank
+    in their names (:func:`host_rank`), Kineto traces by the rank they record
+    (:func:`device_rank`). Two files of one rank, a rank with only one of the two, or no
+    pair at all are errors naming the folder (and the file)."""
+    by_rank = files_by_rank(device_folder, devices, device_rank)
+    pairs = []
+    for rank, host in sorted(files_by_rank(host_folder, hosts, host_rank).items()):
+        if rank not in by_rank:
+            raise ChakraError(f"{device_folder}: rank {rank} has {name_of(host)} but no "
+                              "Kineto trace")  # fmt: skip
+        pairs.append(RankPair(rank, host, by_rank.pop(rank)))
+    if by_rank:
+        unpaired = sorted(by_rank)
+        raise ChakraError(f"{host_folder}: ranks {unpaired} have a Kineto trace but no host "
+                          "trace")  # fmt: skip
+    if not pairs:
+        raise ChakraError(f"{host_folder}: no host/Kineto trace pairs found")
+    return pairs
 
 
-def _run_one(job: tuple) -> RankOutcome:
-    rank, host, device, output, options, coverage, owner = job
-    group = AtomicGroup(owner)
+class _RankJob(msgspec.Struct, frozen=True):
+    """What a worker needs to link one rank of a batch; ``owner`` is the process that
+    commits every rank's file."""
+
+    pair: RankPair
+    output: Path
+    options: LinkOptions
+    coverage: Coverage
+    owner: int
+
+
+class _RankOutcome(msgspec.Struct, frozen=True):
+    """What linking one rank of a batch gives: its result, and its output finished under a
+    temporary name (to be moved into place with the others)."""
+
+    result: RankResult
+    pending: tuple[Pending, ...] = ()
+
+
+def _run_one(job: _RankJob) -> _RankOutcome:
+    group = AtomicGroup(job.owner)
+    pair = job.pair
     try:
-        report = link_files(host, device, output, options, coverage, group=group)
-        return rank, msgspec.to_builtins(report), None, group.hand_over()
+        report = link_files(pair.host, pair.device, job.output, job.options, job.coverage,
+                            group=group)  # fmt: skip
+        return _RankOutcome(RankResult(pair.rank, report=report), tuple(group.hand_over()))
     except ChakraError as exc:
         group.discard()
-        return rank, None, str(exc), []
+        return _RankOutcome(RankResult(pair.rank, error=str(exc)))
     except BaseException:
         group.discard()
         raise
 
 
 def link_ranks(
-    pairs: list[tuple[int, Path, Path]],
+    pairs: Sequence[RankPair],
     output_dir: Path,
     options: LinkOptions,
     coverage: Coverage,
     workers: int,
     suffix: str = ".json",
     group: Optional[AtomicGroup] = None,
-) -> list[tuple[int, Optional[dict[str, Any]], Optional[str]]]:
+) -> list[RankResult]:
     """Link every pair into ``output_dir/rank<r>.et_plus<suffix>``; one result per rank
     (report or error), in rank order. Ranks run in ``workers`` processes. The files appear
     together, when every rank succeeded, or not at all (a failed rank leaves none). With a
     ``group`` the files join it, for its owner to commit with others (a failed rank
     discards the whole group)."""
-    owner = os.getpid()  # the process that commits every rank's file
+    owner = os.getpid()
     jobs = [
-        (rank, host, device, output_dir / f"rank{rank}.et_plus{suffix}", options, coverage, owner)
-        for rank, host, device in pairs
+        _RankJob(pair, output_dir / f"rank{pair.rank}.et_plus{suffix}", options, coverage, owner)
+        for pair in pairs
     ]
     own = group is None
     group = AtomicGroup() if group is None else group
@@ -203,12 +248,12 @@ def link_ranks(
             with process_pool(workers) as pool:
                 outcomes = list(pool.map(_run_one, jobs))
         for outcome in outcomes:
-            group.adopt(outcome[3])
+            group.adopt(outcome.pending)
     except BaseException:
         group.discard()
         raise
-    if any(error for _, _, error, _ in outcomes):
+    if any(outcome.result.error for outcome in outcomes):
         group.discard()
     elif own:
         group.commit()
-    return [(rank, report, error) for rank, report, error, _ in outcomes]
+    return [outcome.result for outcome in outcomes]

@@ -23,7 +23,7 @@ from chakra.errors import ChakraError
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent, ProfilerStep
 from chakra.ingest.host_model import HostOp, HostTrace
 from chakra.link.alignment import align_from, best_windows
-from chakra.link.model import JoinStrategy, LinkOptions
+from chakra.link.model import JoinStrategy, LinkOptions, LinkWindow, WindowChoice
 from chakra.link.nesting import program_order_key
 from chakra.link.program_order import join_by_program_order
 from chakra.link.verify import verify_matches
@@ -39,8 +39,7 @@ class CpuJoin(msgspec.Struct, frozen=True):
     strategy); host ops that ran on another thread than their host parent."""
 
     matches: dict[int, tuple[KinetoEvent, JoinStrategy]]
-    window: Optional[tuple[float, float]]
-    window_label: Optional[str]
+    window: Optional[LinkWindow]
     notes: tuple[str, ...] = ()
     rejected: dict[str, int] = {}
     other_thread: frozenset[int] = frozenset()
@@ -82,46 +81,40 @@ def join_cpu_ops(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> 
 
 def _first_serving_join(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> CpuJoin:
     events = kineto_cpu_events(device)
-    window, label = _step_window(device.steps, options.profiler_step)
+    window = _step_window(device.steps, options.profiler_step)
     if window is not None:
-        events = [e for e in events if window[0] <= (e.ts_us or 0) <= window[1]]
+        events = [e for e in events if window.contains(e.ts_us or 0)]
     ops = linkable_host_ops(host)
     for strategy, key in ((JoinStrategy.RECORD_FUNCTION_ID, _rf_id_key),
                           (JoinStrategy.EXTERNAL_ID, _external_id_key)):  # fmt: skip
         matches = _join_by_id(ops, events, key, strategy)
         if ops and len(matches) >= MIN_SHARE * len(ops):
-            if window is None:  # the span of what the host ET recorded
-                matched = [event for event, _ in matches.values()]
-                window = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
-                label = f"span of the host ET's ops ({window[0]} to {window[1]} us)"
-            return CpuJoin(matches=matches, window=window, window_label=label)
+            matched = [event for event, _ in matches.values()]
+            return CpuJoin(matches=matches, window=window or _host_span(matched))
     ordered = join_by_program_order(ops, events, options.iteration)
     if ops and len(ordered.matches) >= MIN_SHARE * len(ops):
         strategy = JoinStrategy.PROGRAM_ORDER
         matches = {host_id: (event, strategy) for host_id, event in ordered.matches.items()}
-        if window is None:
-            matched = ordered.matches.values()
-            window = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
-            pick, count = ordered.choice
-            label = f"span of the host ET's ops ({window[0]} to {window[1]} us)" + (
-                f", iteration {pick} of {count} matching equally in program order"
-                if count > 1
-                else ""
-            )
-        return CpuJoin(matches=matches, window=window, window_label=label, notes=ordered.notes)
-    return _join_by_alignment(ops, events, options, window, label)
+        window = window or _host_span(list(ordered.matches.values()), *ordered.choice)
+        return CpuJoin(matches=matches, window=window, notes=ordered.notes)
+    return _join_by_alignment(ops, events, options, window)
 
 
-def _step_window(
-    steps: Sequence[ProfilerStep], number: Optional[int]
-) -> tuple[Optional[tuple[float, float]], Optional[str]]:
+def _host_span(matched: Sequence[KinetoEvent], pick: int = 0, count: int = 1) -> LinkWindow:
+    """The span of what the host ET recorded: from the first matched op's start to the last
+    one's end; ``pick`` of ``count`` equally matching iterations."""
+    start, end = min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched)
+    return LinkWindow(WindowChoice.HOST_SPAN, start, end, iteration=pick, candidates=count)
+
+
+def _step_window(steps: Sequence[ProfilerStep], number: Optional[int]) -> Optional[LinkWindow]:
     if number is None:
-        return None, None
+        return None
     step = next((s for s in steps if s.number == number), None)
     if step is None:
         shown = ", ".join(str(s.number) for s in steps) or "none"
         raise ChakraError(f"ProfilerStep#{number} is not in the Kineto trace (steps: {shown})")
-    return (step.ts_us, step.end_us), f"ProfilerStep#{number}"
+    return LinkWindow(WindowChoice.PROFILER_STEP, step.ts_us, step.end_us, step=number)
 
 
 def _rf_id_key(event: KinetoEvent) -> Optional[int]:
@@ -153,7 +146,7 @@ def _join_by_id(ops: Iterable[HostOp], events: Iterable[KinetoEvent], key, strat
     return matches
 
 
-def _join_by_alignment(ops, events, options, window, label) -> CpuJoin:
+def _join_by_alignment(ops, events, options, window: Optional[LinkWindow]) -> CpuJoin:
     host_threads: dict[int, list[HostOp]] = defaultdict(list)
     for op in ops:
         host_threads[op.tid].append(op)
@@ -183,14 +176,10 @@ def _join_by_alignment(ops, events, options, window, label) -> CpuJoin:
             matched = [kineto_ops[k] for _, k in alignment.pairs]
             span = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
             span = (span[0], _next_start(kineto_ops, alignment, span[1]))
-    window_out = window or span
-    label_out = label or (
-        f"aligned iteration {chosen[0]} of {chosen[1]} equally matching, starting at ts "
-        f"{span[0]} us"
-        if span
-        else None
-    )
-    return CpuJoin(matches=matches, window=window_out, window_label=label_out, notes=tuple(notes))
+    if window is None and span is not None:
+        window = LinkWindow(WindowChoice.ALIGNED_ITERATION, span[0], span[1],
+                            iteration=chosen[0], candidates=chosen[1])  # fmt: skip
+    return CpuJoin(matches=matches, window=window, notes=tuple(notes))
 
 
 def _next_start(kineto_ops, alignment, end) -> float:

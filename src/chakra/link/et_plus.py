@@ -21,27 +21,15 @@ import msgspec
 
 from chakra.errors import PathLike
 from chakra.fileio import AtomicGroup, atomic_output
-from chakra.ingest.host_model import HostOp, OpArgs
+from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo
+from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
 from chakra.link.model import GpuNode, LinkedTrace
+from chakra.link.report import report_fields
 from chakra.progress import tracked
 
 FORMAT = "chakra-et-plus/1"
 _ENCODER = msgspec.json.Encoder()
-STANDARD_ATTR_TYPES = (
-    ("rf_id", "uint64"), ("fw_parent", "uint64"), ("seq_id", "int64"), ("scope", "uint64"),
-    ("tid", "uint64"), ("fw_tid", "uint64"), ("op_schema", "string"),
-)  # fmt: skip
-
-
-def _args(args: OpArgs) -> dict[str, Any]:
-    parts = args.parts()
-    out: dict[str, Any] = {"values": parts.values, "shapes": parts.shapes, "types": parts.types}
-    if bytes(parts.strides) != b"null":
-        out["strides"] = parts.strides
-    return out
-
-
 _STANDARD_ATTRS_JSON = b",".join(
     b'{"name":"%s","type":"%s","value":%%%s}' % (name.encode(), kind.encode(), b"s" if
     kind == "string" else b"d") for name, kind in STANDARD_ATTR_TYPES
@@ -63,24 +51,11 @@ def _attrs(op: HostOp, extras: dict[int, bytes], tid: Optional[int] = None) -> m
     parts = [b"[", standard]
     if extra:
         parts += [b",", extra]
-    comm = _comm_attrs(op, {a.name for a in op.attrs})
+    comm = op.comm_attrs()
     if comm:
         parts += [b",", _ENCODER.encode(comm)[1:-1]]
     parts.append(b"]")
     return msgspec.Raw(b"".join(parts))
-
-
-def _comm_attrs(op: HostOp, present: set[str]) -> list[dict[str, Any]]:
-    """record_param_comms metadata read from positional inputs (schemas before 1.1.0),
-    written as the attrs 1.1.0+ uses, so that every consumer finds it in one place."""
-    if op.comm is None:
-        return []
-    fields = msgspec.structs.asdict(op.comm)
-    return [
-        {"name": name, "type": "string" if isinstance(value, str) else "uint64", "value": value}
-        for name, value in fields.items()
-        if value is not None and name not in present and not isinstance(value, list)
-    ]
 
 
 def host_node_untimed(op: HostOp, extras: Optional[dict[int, bytes]] = None) -> dict[str, Any]:
@@ -88,7 +63,7 @@ def host_node_untimed(op: HostOp, extras: Optional[dict[int, bytes]] = None) -> 
     the calls of one write (see :func:`_attrs`)."""
     return {
         "id": op.id, "name": op.name, "ctrl_deps": op.parent_id,
-        "inputs": _args(op.inputs), "outputs": _args(op.outputs),
+        "inputs": op.inputs.normalized(), "outputs": op.outputs.normalized(),
         "attrs": _attrs(op, {} if extras is None else extras),
     }  # fmt: skip
 
@@ -147,7 +122,7 @@ def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> di
         "launch": None if launch is None else {
             "name": launch.name, "ts": launch.ts_us, "dur": launch.dur_us,
             "tid": launch.tid, "correlation": launch.correlation},
-        "linked_by": gpu.linked_by, "orphan_reason": gpu.orphan_reason,
+        "linked_by": gpu.linked_by.value, "orphan_reason": gpu.orphan_reason,
     }  # fmt: skip
     collective = _collective(gpu)
     if collective is not None:
@@ -179,14 +154,9 @@ def _metadata(linked: LinkedTrace) -> dict[str, Any]:
         "host_trace": linked.host.path,
         "device_trace": linked.device.path,
         "rank": linked.device.rank,
-        "report": msgspec.to_builtins(linked.report),
-        "dependencies": [
-            {"kind": e.kind.value, "src": e.src, "dst": e.dst, "via": e.via_api,
-             "via_correlation": e.via_correlation, "via_ts": e.via_ts_us,
-             "via_end": e.via_end_us, "via_host": e.via_host}
-            for e in linked.edges
-        ],
-    }  # fmt: skip
+        "report": report_fields(linked.report),
+        "dependencies": linked.edges,  # ET+ names and order: chakra.ingest.edges.Edge
+    }
 
 
 def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGroup] = None) -> None:
@@ -205,3 +175,20 @@ def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGro
             out.write(separator + _ENCODER.encode(node))
             separator = b",\n"
         out.write(b"\n]}\n")
+
+
+_NODE_DECODER = msgspec.json.Decoder(EtPlusNode, strict=False)
+
+
+def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
+    """The ET+ of ``linked`` in memory, as :func:`write_et_plus` then
+    :func:`chakra.convert.load_et_plus` would give it, without the file: for the converter
+    when a trace fits in memory (big ones go through the file, read as an outline). Each
+    node is still built as its ET+ JSON (the writer's one definition of the format) and
+    decoded; ``path`` is the host trace's, for messages."""
+    host = linked.host
+    nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
+    link = LinkInfo(format=FORMAT, rank=linked.device.rank, dependencies=list(linked.edges))
+    return EtPlusTrace(path=host.path, schema=host.schema, pid=host.pid, time=host.time,
+                       start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
+                       link=link)  # fmt: skip

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Optional, Union
 
 from chakra.ingest.device_model import KinetoEvent
-from chakra.link.model import GpuNode
+from chakra.link.model import GpuLinkStrategy, GpuNode, LinkWindow
 from chakra.link.nesting import ThreadNesting
 
 NCCL_OP_PREFIX = "nccl:"
@@ -37,7 +37,7 @@ class GpuLinker:
         nestings: Mapping[tuple, ThreadNesting],
         host_of: Mapping[int, int],
         calls: Mapping[int, KinetoEvent],
-        window: Optional[tuple[float, float]],
+        window: Optional[LinkWindow],
     ) -> None:
         self.nestings = nestings
         self.host_of = host_of
@@ -59,11 +59,11 @@ class GpuLinker:
         return tuple(self._link_one(event, first_id + i) for i, event in enumerate(ordered))
 
     def _in_window(self, instant: float) -> bool:
-        return self.window is None or self.window[0] <= instant <= self.window[1]
+        return self.window is None or self.window.contains(instant)
 
     def _outside(self, node_id: int, event: KinetoEvent, launch) -> GpuNode:
         self.outside_window += 1
-        return GpuNode(node_id, event, None, launch, "none", in_window=False)
+        return GpuNode(node_id, event, None, launch, GpuLinkStrategy.NONE, in_window=False)
 
     def _link_one(self, event: KinetoEvent, node_id: int) -> GpuNode:
         launch = self.launch_by_correlation.get(event.correlation)
@@ -72,18 +72,18 @@ class GpuLinker:
                 return self._outside(node_id, event, launch)
             parent = self._parent_at(launch, is_nccl_kernel(event))
             if isinstance(parent, int):
-                return GpuNode(node_id, event, parent, launch, "correlation")
+                return GpuNode(node_id, event, parent, launch, GpuLinkStrategy.CORRELATION)
             return self._orphan(node_id, event, launch, parent)
         if not self._in_window(event.ts_us or 0):
             return self._outside(node_id, event, None)
         cpu = self.cpu_by_external_id.get(event.external_id) if event.external_id else None
         if cpu is not None and id(cpu) in self.host_of:
-            return GpuNode(node_id, event, self.host_of[id(cpu)], None, "external_id")
+            return GpuNode(node_id, event, self.host_of[id(cpu)], None, GpuLinkStrategy.EXTERNAL_ID)
         return self._orphan(node_id, event, None, NO_LAUNCH_EVENT)
 
     def _orphan(self, node_id, event, launch, reason) -> GpuNode:
         self.orphans[reason] += 1
-        return GpuNode(node_id, event, None, launch, "none", orphan_reason=reason)
+        return GpuNode(node_id, event, None, launch, GpuLinkStrategy.NONE, orphan_reason=reason)
 
     def _parent_at(self, launch: KinetoEvent, nccl: bool) -> Union[int, str]:
         """The host op enclosing the launch call, or why there is none (an orphan reason:

@@ -28,6 +28,7 @@ from chakra.link.model import (
     CpuMatch,
     Edge,
     EdgeKind,
+    GpuLinkStrategy,
     GpuNode,
     LinkedTrace,
     LinkOptions,
@@ -199,7 +200,7 @@ def _keep_window(
 
 
 def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions) -> LinkReport:
-    by_external_id = sum(1 for n in gpu_nodes if n.linked_by == "external_id")
+    by_external_id = sum(1 for n in gpu_nodes if n.linked_by is GpuLinkStrategy.EXTERNAL_ID)
     if by_external_id:
         notes.append(
             f"{by_external_id} GPU ops have no launch event; attached by their External id"
@@ -218,7 +219,7 @@ def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
         gpu_ops_outside_window=linker.outside_window,
         streams=sorted({n.event.stream for n in gpu_nodes if n.event.stream is not None}),
         edges=dict(sorted(Counter(e.kind.value for e in edges).items())),
-        window=join.window_label,
+        window=join.window,
         notes=notes,
         rejected=join.rejected,
         host_ops_on_other_threads=len(join.other_thread),

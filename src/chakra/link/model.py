@@ -1,4 +1,5 @@
-"""Values produced by linking a host ET with a Kineto trace."""
+"""Values produced by linking a host ET with a Kineto trace (its evidence, :class:`Edge` of
+an :class:`EdgeKind`, is :mod:`chakra.ingest.edges`'s, shared with the ET+ reader)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Optional, Union
 import msgspec
 
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent
+from chakra.ingest.edges import Edge as Edge  # the linker's evidence, re-exported
+from chakra.ingest.edges import EdgeKind as EdgeKind
 from chakra.ingest.host_model import HostTrace
 
 Number = Union[int, float]
@@ -22,14 +25,48 @@ class JoinStrategy(str, enum.Enum):
     NAME_ALIGNMENT = "name_alignment"  # order-preserving alignment of op names per thread
 
 
-class EdgeKind(str, enum.Enum):
-    """Kinds of dependency evidence recorded in ET+ (see docs/design.md, "Linking")."""
+class GpuLinkStrategy(str, enum.Enum):
+    """How a GPU op found the host op that launched it (ET+ ``linked_by``)."""
 
-    LAUNCH = "launch"  # host op -> GPU op it launched
-    STREAM_ORDER = "stream_order"  # GPU op -> next GPU op on the same stream
-    EVENT_WAIT = "event_wait"  # GPU op before cudaEventRecord -> first op after the wait
-    HOST_SYNC = "host_sync"  # GPU op -> the host op that could only run after it ended
-    INTER_THREAD = "inter_thread"  # host op on one thread -> host op it let run on another
+    CORRELATION = "correlation"  # its launch call (same correlation) ran inside the host op
+    EXTERNAL_ID = "external_id"  # no launch call: the CPU op with its External id
+    NONE = "none"  # no parent: an orphan, or launched outside the linked window
+
+
+class WindowChoice(str, enum.Enum):
+    """What chose the time window that was linked."""
+
+    PROFILER_STEP = "profiler_step"  # --profiler-step N
+    HOST_SPAN = "host_span"  # the span of the Kineto ops matched by id or program order
+    ALIGNED_ITERATION = "aligned_iteration"  # the iteration op names align with best
+
+
+class LinkWindow(msgspec.Struct, frozen=True):
+    """The Kineto time span linked, ``start_us`` to ``end_us`` inclusive; ``iteration`` of
+    ``candidates`` equally matching iterations (0-based) when several could serve."""
+
+    choice: WindowChoice
+    start_us: Number
+    end_us: Number
+    step: Optional[int] = None  # the ProfilerStep number (PROFILER_STEP)
+    iteration: int = 0
+    candidates: int = 1
+
+    def contains(self, instant: Number) -> bool:
+        return self.start_us <= instant <= self.end_us
+
+    def describe(self) -> str:
+        """The window in words, as the report prints and writes it."""
+        if self.choice is WindowChoice.PROFILER_STEP:
+            return f"ProfilerStep#{self.step}"
+        if self.choice is WindowChoice.ALIGNED_ITERATION:
+            return (f"aligned iteration {self.iteration} of {self.candidates} equally matching, "
+                    f"starting at ts {self.start_us} us")  # fmt: skip
+        text = f"span of the host ET's ops ({self.start_us} to {self.end_us} us)"
+        if self.candidates > 1:
+            text += (f", iteration {self.iteration} of {self.candidates} matching equally in "
+                     "program order")  # fmt: skip
+        return text
 
 
 class LinkOptions(msgspec.Struct, frozen=True):
@@ -61,7 +98,7 @@ class GpuNode(msgspec.Struct, frozen=True, gc=False):
     event: KinetoEvent
     parent_id: Optional[int]
     launch: Optional[KinetoEvent]
-    linked_by: str  # "correlation", "external_id" or "none"
+    linked_by: GpuLinkStrategy
     orphan_reason: Optional[str] = None
     in_window: bool = True  # launched inside the linked window (others are dropped)
 
@@ -73,22 +110,6 @@ class GpuNode(msgspec.Struct, frozen=True, gc=False):
     def launch_ts_us(self) -> Number:
         source = self.launch if self.launch is not None else self.event
         return source.ts_us or 0
-
-
-class Edge(msgspec.Struct, frozen=True, gc=False):
-    """One dependency: ``dst`` may not start before ``src`` ends. Endpoints are ET+ node
-    ids; ``dst`` is None when nothing recorded follows (e.g. a final synchronize).
-    ``via`` names the runtime call that carries the dependency (its API, correlation, times
-    and the host op it ran in)."""
-
-    kind: EdgeKind
-    src: int
-    dst: Optional[int]
-    via_api: Optional[str] = None
-    via_correlation: Optional[int] = None
-    via_ts_us: Optional[Number] = None  # the call's start and end (host_sync)
-    via_end_us: Optional[Number] = None
-    via_host: Optional[int] = None  # innermost host op enclosing the call, if any
 
 
 class LinkReport(msgspec.Struct, frozen=True):
@@ -111,7 +132,7 @@ class LinkReport(msgspec.Struct, frozen=True):
     gpu_ops_outside_window: int
     streams: list[int]
     edges: dict[str, int]
-    window: Optional[str]
+    window: Optional[LinkWindow]  # None: the whole trace
     notes: list[str]
     rejected: dict[str, int] = {}
     host_ops_on_other_threads: int = 0
@@ -130,6 +151,14 @@ class LinkReport(msgspec.Struct, frozen=True):
     def gpu_coverage(self) -> float:
         considered = self.gpu_ops_total - self.gpu_ops_outside_window
         return self.gpu_ops_linked / considered if considered else 1.0
+
+
+class RankResult(msgspec.Struct, frozen=True):
+    """One rank of a batch link: its report, or the error that stopped it (one sentence)."""
+
+    rank: int
+    report: Optional[LinkReport] = None
+    error: Optional[str] = None
 
 
 class LinkedTrace(msgspec.Struct, frozen=True):

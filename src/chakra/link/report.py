@@ -2,19 +2,47 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Optional
 
 import msgspec
 
-from chakra.errors import CoverageError
-from chakra.link.model import LinkReport
+from chakra.errors import CoverageError, PathLike
+from chakra.fileio import AtomicGroup, atomic_output
+from chakra.ingest.json_input import dump_finite
+from chakra.link.model import LinkReport, RankResult
 
 
-def report_as_dict(report: LinkReport) -> dict[str, Any]:
+def report_fields(report: LinkReport) -> dict[str, Any]:
+    """The report's fields as JSON values, its window in words (:meth:`LinkWindow.describe`)."""
     data = msgspec.to_builtins(report)
+    data["window"] = report.window.describe() if report.window is not None else None
+    return data
+
+
+def _write_json(path: PathLike, data: object, group: Optional[AtomicGroup]) -> None:
+    with atomic_output(path, text=True, group=group) as out:
+        dump_finite(data, out, path, indent=2, sort_keys=True)
+        out.write("\n")
+
+
+def write_report(path: PathLike, report: LinkReport) -> None:
+    """``--report`` of one rank: the report's fields and its coverages (rounded to 6
+    places) as indented JSON, keys sorted."""
+    data = report_fields(report)
     data["host_coverage"] = round(report.host_coverage, 6)
     data["gpu_coverage"] = round(report.gpu_coverage, 6)
-    return data
+    _write_json(path, data, None)
+
+
+def write_rank_reports(
+    path: PathLike, results: Sequence[RankResult], group: Optional[AtomicGroup] = None
+) -> None:
+    """``--report`` of a batch: each rank's report fields (without coverages) by rank, as
+    indented JSON, keys sorted; with a ``group``, in place when the group commits. Every
+    result must have a report."""
+    by_rank = {str(r.rank): report_fields(r.report) for r in results if r.report is not None}
+    _write_json(path, by_rank, group)
 
 
 def render_table(report: LinkReport, title: str) -> str:
@@ -37,7 +65,7 @@ def render_table(report: LinkReport, title: str) -> str:
         ("GPU ops outside window", str(report.gpu_ops_outside_window)),
         ("streams", ", ".join(map(str, report.streams)) or "none"),
         ("edges", ", ".join(f"{k} {v}" for k, v in report.edges.items()) or "none"),
-        ("window", report.window or "whole trace"),
+        ("window", report.window.describe() if report.window else "whole trace"),
     ]  # fmt: skip
     width = max(len(name) for name, _ in rows)
     lines = [title] + [f"  {name:<{width}}  {value}" for name, value in rows]

@@ -6,10 +6,9 @@ from __future__ import annotations
 import logging
 import re
 
-from chakra.errors import ChakraError
 from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest.detect import TraceKind, peek_kind
-from chakra.link.batch import TRACE_SUFFIXES, device_rank, files_by_rank, host_rank, pair_by_rank
+from chakra.link.batch import TRACE_SUFFIXES, pair_by_rank, pair_ranks
 from chakra.pipeline.run import RankFiles
 
 logger = logging.getLogger(__name__)
@@ -53,26 +52,17 @@ def ranks_in_folder(folder: Location) -> list[RankFiles]:
     """Host and device traces of every rank in one folder. Kineto traces by name
     (:func:`is_device_name`: ours, the reference's ``kineto_<r>``, PyTorch's
     ``*.pt.trace.json``), ranked by the rank they record; host ETs by name
-    (:func:`is_host_name`) and content, ranked by their names (rules in
-    :mod:`chakra.link.batch`)."""
+    (:func:`is_host_name`) and content, ranked by their names (paired by
+    :func:`chakra.link.batch.pair_ranks`)."""
     listed = [(name_of(p), p) for p in list_folder(folder)]
     devices = [p for name, p in listed if is_device_name(name)]
     hosts = _host_traces([p for name, p in listed if is_host_name(name)])
-    by_rank = files_by_rank(folder, devices, device_rank)
-    ranks = []
-    for rank, host in sorted(files_by_rank(folder, hosts, host_rank).items()):
-        if rank not in by_rank:
-            raise ChakraError(f"{folder}: rank {rank} has {name_of(host)} but no Kineto trace")
-        ranks.append(RankFiles(rank, host, by_rank.pop(rank)))
-    if by_rank:
-        unpaired = sorted(by_rank)
-        raise ChakraError(f"{folder}: ranks {unpaired} have a Kineto trace but no host trace")
-    if not ranks:
-        raise ChakraError(f"{folder}: no host/Kineto trace pairs found")
-    return ranks
+    pairs = pair_ranks(hosts, devices, folder, folder)
+    return [RankFiles(pair.rank, pair.host, pair.device) for pair in pairs]
 
 
 def ranks_in_folders(host_dir: Location, device_dir: Location) -> list[RankFiles]:
     """Every rank present in both a folder of host traces and one of Kineto traces, paired
     by rank (:func:`chakra.link.batch.pair_by_rank`)."""
-    return [RankFiles(*pair) for pair in pair_by_rank(host_dir, device_dir)]
+    pairs = pair_by_rank(host_dir, device_dir)
+    return [RankFiles(pair.rank, pair.host, pair.device) for pair in pairs]
