@@ -54,10 +54,12 @@ def test_input_gzip_is_detected_by_magic(tmp_path: Path) -> None:
     packed, plain = tmp_path / "x.bin", tmp_path / "y.gz"
     packed.write_bytes(gzip.compress(b"inside"))
     plain.write_bytes(b"plain bytes")
-    stream, is_gzip = open_binary_input(packed)
+    opened = open_binary_input(packed)
+    stream, is_gzip = opened.stream, opened.is_gzip
     with stream:
         assert (stream.read(), is_gzip) == (b"inside", True)
-    stream, is_gzip = open_binary_input(plain)
+    opened = open_binary_input(plain)
+    stream, is_gzip = opened.stream, opened.is_gzip
     with stream:
         assert (stream.read(), is_gzip) == (b"plain bytes", False)
 

@@ -140,7 +140,7 @@ def test_a_gzip_bomb_is_refused_after_its_budget(tmp_path: Path) -> None:
     assert budget == MIN_INFLATE_BUDGET_BYTES  # 200x a ~250 KB file is under the floor
     with pytest.raises(TraceFormatError, match="inflates to more than 67,108,864 bytes"):
         read_input(path)
-    stream, _ = open_binary_input(path)
+    stream = open_binary_input(path).stream
     with stream, pytest.raises(TraceFormatError, match=str(path.name)):
         while stream.read(2**20):
             pass

@@ -54,7 +54,8 @@ def test_read_plain_and_gzip_urls(root: str) -> None:
     assert read_input(f"{root}/a.json") == b'{"a": 1}'
     assert read_input(f"{root}/b.json.gz") == b'{"b": 2} '
     assert read_input(f"{root}/b.json.gz", 4) == b'{"b"'
-    stream, is_gzip = open_binary_input(f"{root}/b.json.gz")
+    opened = open_binary_input(f"{root}/b.json.gz")
+    stream, is_gzip = opened.stream, opened.is_gzip
     with stream:
         assert is_gzip and stream.read() == b'{"b": 2} '
 

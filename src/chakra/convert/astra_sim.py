@@ -82,7 +82,7 @@ def write_comm_groups(path: Location, groups: Mapping[str, Sequence[int]]) -> No
         out.write("{\n" + ",\n".join(lines) + "\n}\n")
 
 
-def add_comm_groups(path: Path, groups: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
+def add_comm_groups(path: Path, groups: Mapping[str, Sequence[int]]) -> Mapping[str, list[int]]:
     """Write ``groups`` to ``path``, together with the groups a file already there lists
     (ranks converted one at a time share one file); a group in both gets the members of
     both. Returns what was written. A file there that is not a group table is an error."""

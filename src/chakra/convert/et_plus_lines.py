@@ -38,7 +38,7 @@ def read_by_lines(
     node as ``decode_node`` turns it, or None when the file does not have the layout above
     or a line does not decode (the caller's whole-document decode then reports it)."""
     try:
-        stream, _ = open_binary_input(path)
+        stream = open_binary_input(path).stream
     except ChakraError:
         return None
     try:
@@ -60,7 +60,7 @@ def reread_nodes(path: PathLike, decode_node: Callable[[msgspec.Raw], Any]) -> I
     """Every node of a file :func:`read_by_lines` has read, decoded again one at a time, in
     file order. Raises TraceFormatError when the file no longer has that layout (it changed
     since it was first read)."""
-    stream, _ = open_binary_input(path)
+    stream = open_binary_input(path).stream
     try:
         if _header_lines(stream) is None:
             raise _LayoutError

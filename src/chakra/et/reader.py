@@ -40,7 +40,8 @@ class EtReader:
         self.path = location(path)
         #: how the progress of reading a big file is headed (default ``"reading <path>"``)
         self.what = what or f"reading {self.path}"
-        self._stream, self.is_gzip = open_binary_input(self.path)
+        opened = open_binary_input(self.path)
+        self._stream, self.is_gzip = opened.stream, opened.is_gzip
         self._messages = iter_framed_messages(self._stream, self.path, decompressed=self.is_gzip)
         try:
             first = next(self._messages, None)

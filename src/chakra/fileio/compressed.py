@@ -7,6 +7,7 @@ import gzip
 import logging
 import os
 import zlib
+from dataclasses import dataclass
 from typing import Any, BinaryIO, Optional
 
 from chakra.errors import FileAccessError, PathLike, TraceFormatError
@@ -155,18 +156,27 @@ class _ClosingGzipFile(BudgetedGzipFile):
             self._source.close()
 
 
-def open_binary_input(path: PathLike) -> tuple[BinaryIO, bool]:
+@dataclass(frozen=True)
+class BinaryInput:
+    """An input opened for binary reading: ``stream`` gives its (inflated) bytes;
+    ``is_gzip``: the file is gzip (offsets then count inflated bytes). Close the stream."""
+
+    stream: BinaryIO
+    is_gzip: bool
+
+
+def open_binary_input(path: PathLike) -> BinaryInput:
     """Open ``path`` for binary reading, inflating it when it starts with the gzip magic.
 
-    Returns the stream and whether it is gzip. Whatever the file's name, its first two bytes
-    decide. A missing or unreadable file raises :class:`FileAccessError`; corrupt gzip data
-    only shows up while reading (as ``OSError``, ``EOFError`` or ``zlib.error``), and callers
-    report it with the offset they reached. ``path`` may be a URL (``scheme://...``).
+    Whatever the file's name, its first two bytes decide. A missing or unreadable file
+    raises :class:`FileAccessError`; corrupt gzip data only shows up while reading (as
+    ``OSError``, ``EOFError`` or ``zlib.error``), and callers report it with the offset they
+    reached. ``path`` may be a URL (``scheme://...``).
     """
     raw = _open_raw(path)
     if not _starts_with_gzip_magic(raw, path):
-        return raw, False
-    return _ClosingGzipFile(raw, path), True  # type: ignore[return-value]
+        return BinaryInput(raw, False)
+    return BinaryInput(_ClosingGzipFile(raw, path), True)  # type: ignore[arg-type]
 
 
 def gzip_size_hint(raw: BinaryIO) -> Optional[int]:

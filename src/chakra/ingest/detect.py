@@ -123,7 +123,8 @@ def peek_rank(path: PathLike, *, whole_gzip: bool = True) -> Optional[int]:
     the last ones. A plain file's end is a seek away; a gzip file's end is only reached by
     inflating all of it (~2 s for a 100 MB file holding 1.2 GB of JSON, with no more memory
     than the window), which ``whole_gzip=False`` skips (None)."""
-    stream, is_gzip = open_binary_input(path)
+    opened = open_binary_input(path)
+    stream, is_gzip = opened.stream, opened.is_gzip
     with stream:
         try:
             head = stream.read(PEEK_BYTES)

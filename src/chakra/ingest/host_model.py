@@ -6,7 +6,7 @@ between stages. Op arguments stay raw JSON until asked for (see :class:`OpArgs`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 import msgspec
@@ -340,7 +340,7 @@ class HostTrace(msgspec.Struct, frozen=True, gc=False):
     process_groups: tuple[ProcessGroup, ...] = ()
     notes: tuple[str, ...] = ()
 
-    def op_by_id(self) -> dict[int, HostOp]:
+    def op_by_id(self) -> Mapping[int, HostOp]:
         """A fresh id → op map (O(n))."""
         return {op.id: op for op in self.ops}
 

@@ -24,8 +24,7 @@ __all__ = ["decodeMessage", "encodeMessage", "openFileRd"]
 
 def openFileRd(in_file: PathLike) -> BinaryIO:  # noqa: N802 (the reference's name)
     """Open a ``.et`` file for reading, inflating it when its content is gzip."""
-    stream, _ = open_binary_input(in_file)
-    return stream
+    return open_binary_input(in_file).stream
 
 
 def encodeMessage(out_file: BinaryIO, message: Any) -> None:  # noqa: N802
