@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,21 @@ def test_only_the_temporaries_of_dead_writers_here_are_removed(tmp_path: Path) -
 
 def test_a_missing_folder_has_nothing_to_sweep(tmp_path: Path) -> None:
     assert remove_stale_temporaries(tmp_path / "missing") == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="zombies seen through /proc")
+def test_the_temporary_of_an_exited_unreaped_writer_is_removed(tmp_path: Path) -> None:
+    """A writer that has exited but is not reaped yet (a zombie: its pid still answers
+    ``kill(pid, 0)``) writes nothing more: its temporary is stale too."""
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        stale = tmp_path / f"{temporary_prefix('x.et', zombie.pid)}r1.partial"
+        stale.write_text("")
+        assert remove_stale_temporaries(tmp_path) == 1
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        zombie.wait()

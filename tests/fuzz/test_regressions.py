@@ -456,3 +456,25 @@ def test_process_group_name_with_a_lone_surrogate(base: dict[str, Path], tmp_pat
     result, outcome = check(convert(host, out_dir(tmp_path), "--rank", "0"))
     assert outcome.verdict is Verdict.CLEAN_ERROR
     assert "the peer rank is unknown" in result.stderr.splitlines()[-1]
+
+
+def test_et_plus_inputs_types_not_a_list(fuzz_seeds: Any, tmp_path: Path) -> None:
+    """Found by the long campaign: an ET+ communication op whose ``inputs.types`` is a number
+    (``2^63-1``) made chakra_converter fail with a TypeError while sizing the message. Now
+    such arguments hold no tensor: the size is unknown and the converter says so."""
+    source = fuzz_seeds.folder / "gloo.0.et_plus.json"
+    lines = handmade.et_plus_lines(source)
+    edited = 0
+    for at in range(3, len(lines)):
+        if b'"name":"record_param_comms"' in lines[at] or b'"name":"gloo:' in lines[at]:
+            comma = lines[at].endswith(b",")
+            node = json.loads(lines[at].rstrip(b","))
+            if isinstance(node.get("inputs"), dict):
+                node["inputs"]["types"] = 2**63 - 1
+                edited += 1
+            lines[at] = json.dumps(node, separators=(",", ":")).encode() + (b"," if comma else b"")
+    assert edited > 0
+    target = tmp_path / "types.et_plus.json"
+    target.write_bytes(b"\n".join(lines))
+    result, _ = check(convert(target, out_dir(tmp_path), "--rank", "0"))
+    assert "Traceback" not in result.stderr

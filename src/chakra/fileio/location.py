@@ -197,14 +197,3 @@ def remove_url(url: str) -> None:
     with contextlib.suppress(Exception):
         fs, path = url_filesystem(url)
         fs.rm(path)
-
-
-def __getattr__(name: str) -> Any:
-    """``copy_local_to`` moved to :mod:`chakra.fileio.atomic` (it writes through
-    ``atomic_output``); kept reachable here until ``chakra.pipeline.outputs`` imports it
-    from there, without importing ``atomic`` when this module loads."""
-    if name == "copy_local_to":
-        from chakra.fileio import atomic
-
-        return atomic.copy_local_to
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

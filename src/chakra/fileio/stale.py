@@ -56,7 +56,18 @@ def _writer_is_gone(pid: int) -> bool:
         return True
     except OSError:  # EPERM: it exists, under another user
         return False
-    return False
+    return _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but is not reaped yet (Linux: state ``Z`` in its
+    ``/proc/<pid>/stat``): a killed worker whose parent died too may stay so for a while
+    where nothing reaps orphans, and writes nothing more."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[:1] == [b"Z"]
+    except OSError:  # no /proc (not Linux), or the process is gone meanwhile
+        return False
 
 
 def stale_temporaries(folder: Path) -> list[Path]:

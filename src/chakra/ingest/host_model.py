@@ -183,9 +183,13 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
         return _LISTS.decode(self.json).strides
 
     def tensors(self) -> Iterator[TensorRef]:
-        """Every tensor in the arguments, nested generic lists included, in order."""
+        """Every tensor in the arguments, nested generic lists included, in order; none when
+        ``values`` or ``types`` is not a list (an input of ours checks them on loading, see
+        :mod:`chakra.ingest.host_checks`; an ET+ written elsewhere may not have)."""
         lists = _LISTS.decode(self.json)
         types = lists.types
+        if not isinstance(types, list) or not isinstance(lists.values, list):
+            return
         if not any(isinstance(t, str) and "Tensor" in t for t in types):
             return
         for value, type_name in zip(lists.values, types):

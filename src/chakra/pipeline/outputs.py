@@ -11,8 +11,8 @@ from typing import Any, Optional
 
 import msgspec
 
-from chakra.fileio import atomic_output
-from chakra.fileio.location import Location, copy_local_to, join, name_of
+from chakra.fileio import atomic_output, copy_local_to
+from chakra.fileio.location import Location, join, name_of
 from chakra.ingest.json_input import dump_finite
 from chakra.pipeline.rank_report import RankReport
 from chakra.ranks import Agreement

@@ -53,7 +53,7 @@ from chakra.fileio.guard import refuse_overwriting_inputs
 from chakra.fileio.location import Location, join, location, missing
 from chakra.fileio.stale import remove_stale_temporaries
 from chakra.link import LinkOptions
-from chakra.link.batch import link_files
+from chakra.link.batch import RankPair, link_files
 from chakra.pipeline.fresh import output_folder
 from chakra.pipeline.outputs import (
     PAGE,
@@ -83,12 +83,8 @@ from chakra.workers import process_pool
 logger = logging.getLogger(__name__)
 
 
-class RankFiles(msgspec.Struct, frozen=True):
-    """One rank's host and device traces: local paths, or URL strings."""
-
-    rank: int
-    host: Location
-    device: Location
+#: One rank's host and device traces: local paths, or URL strings (the linker's pairing).
+RankFiles = RankPair
 
 
 class PipelineResult(msgspec.Struct, frozen=True):
