@@ -91,14 +91,14 @@ def check(args: argparse.Namespace, work: Path) -> tuple[list[Row], Path]:
     result = run_pipeline(ranks, output, jobs=jobs, plot=False, resume=False)
     rows = []
     for entry in result.ranks:
-        simulated_ms = entry["simulation"]["simulated_makespan_us"] / 1000
+        simulated_ms = entry.simulation.simulated_makespan_us / 1000
         if args.expected_from_measured:
-            measured = entry["simulation"]["measured_makespan_us"]
+            measured = entry.simulation.measured_makespan_us
             expected = None if measured is None else measured / 1000
         else:
-            expected = args.expected_times_ms[entry["rank"]]
+            expected = args.expected_times_ms[entry.rank]
         ok = expected is not None and abs(simulated_ms - expected) <= args.tolerance * expected
-        rows.append((entry["rank"], simulated_ms, expected, ok))
+        rows.append((entry.rank, simulated_ms, expected, ok))
     return rows, output
 
 

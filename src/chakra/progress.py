@@ -170,8 +170,9 @@ class Progress:
         options: dict[str, Any] = {"unit": f" {self.unit}"}
         if self.unit == BYTES:
             options = {"unit": "B", "unit_scale": True, "unit_divisor": 1024}
-        self._bar = tqdm(total=self.total or None, desc=self.what, file=sys.stderr,
-                         leave=False, **options)  # fmt: skip
+        self._bar = tqdm(
+            total=self.total or None, desc=self.what, file=sys.stderr, leave=False, **options
+        )
         return self._bar
 
 
@@ -193,8 +194,9 @@ def phase(
     its end line when the block ends normally (an exception only removes the bar)."""
     shown = size >= (MIN_BYTES if in_bytes else MIN_ITEMS)
     detail = detail or (megabytes(size) if in_bytes else "")
-    progress = Progress(what, shown, total=total, unit=unit, log_every_s=log_every_s,
-                        terminal=terminal).start(detail)  # fmt: skip
+    progress = Progress(
+        what, shown, total=total, unit=unit, log_every_s=log_every_s, terminal=terminal
+    ).start(detail)
     try:
         yield progress
     except BaseException:
@@ -232,6 +234,7 @@ def tracked(
     once they are exhausted; silent for fewer than ``min_items`` (default
     :data:`MIN_ITEMS`)."""
     least = MIN_ITEMS if min_items is None else min_items
-    progress = Progress(what, total >= least, total=total, unit=unit, log_every_s=log_every_s,
-                        terminal=terminal).start(f"{total:,} {unit}")  # fmt: skip
+    progress = Progress(
+        what, total >= least, total=total, unit=unit, log_every_s=log_every_s, terminal=terminal
+    ).start(f"{total:,} {unit}")
     return progress.tracked(items, finish=True)

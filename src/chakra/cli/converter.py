@@ -41,15 +41,25 @@ def _add_pytorch_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="check the written graph (ids, deps, acyclic, attributes)",
     )
-    parser.add_argument("--simulate", action="store_true",
-                        help="simulate the converted graph and print its makespan")  # fmt: skip
-    parser.add_argument("--rank", type=arg_types.nonneg_int, metavar="R",
-                        help="this trace's global rank (default: the one Kineto recorded), "
-                             "for the ends of send/recv")  # fmt: skip
-    parser.add_argument("--process-group-metadata", action="store_true",
-                        help="write the process group table as a METADATA node in the form "
-                             "ASTRA-sim parses (the ASTRA-sim of 2026-03 aborts on any "
-                             "METADATA node)")  # fmt: skip
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="simulate the converted graph and print its makespan",
+    )
+    parser.add_argument(
+        "--rank",
+        type=arg_types.nonneg_int,
+        metavar="R",
+        help="this trace's global rank (default: the one Kineto recorded), "
+        "for the ends of send/recv",
+    )
+    parser.add_argument(
+        "--process-group-metadata",
+        action="store_true",
+        help="write the process group table as a METADATA node in the form "
+        "ASTRA-sim parses (the ASTRA-sim of 2026-03 aborts on any "
+        "METADATA node)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,9 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert ET+ JSON into a Chakra ET (.et) graph.",
         allow_abbrev=False,  # else "PyTorch --input" is taken for the flat --input_* flags
     )
-    parser.add_argument("--log-filename", "--log_filename", dest="log_filename",
-                        help="also write the log to this file (replaced when the tool "
-                             "ends)")  # fmt: skip
+    parser.add_argument(
+        "--log-filename",
+        "--log_filename",
+        dest="log_filename",
+        help="also write the log to this file (replaced when the tool ends)",
+    )
     parser.add_argument("--input_type", help="0.0.4 interface: PyTorch or Text")
     parser.add_argument("--input_filename", help="0.0.4 interface: input file")
     parser.add_argument("--output_filename", help="0.0.4 interface: output file")
@@ -75,14 +88,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pytorch_options(pytorch)
     text = commands.add_parser("Text", help="ASTRA-sim text workload -> <output>.<npu>.et")
     text.add_argument("--input", required=True, help="ASTRA-sim text workload (.txt)")
-    text.add_argument("--output", required=True,
-                      help="output prefix: writes <output>.<npu>.et for every NPU")  # fmt: skip
-    text.add_argument("--num-npus", type=arg_types.npus, required=True,
-                      help=f"NPUs to write a file for (1 to {arg_types.MAX_NPUS:,})")  # fmt: skip
-    text.add_argument("--num-passes", type=arg_types.passes, required=True,
-                      help="training passes (iterations) to unroll (1 to "
-                           f"{arg_types.MAX_PASSES:,}; at most {MAX_NODES_PER_NPU:,} nodes "
-                           "per file)")  # fmt: skip
+    text.add_argument(
+        "--output", required=True, help="output prefix: writes <output>.<npu>.et for every NPU"
+    )
+    text.add_argument(
+        "--num-npus",
+        type=arg_types.npus,
+        required=True,
+        help=f"NPUs to write a file for (1 to {arg_types.MAX_NPUS:,})",
+    )
+    text.add_argument(
+        "--num-passes",
+        type=arg_types.passes,
+        required=True,
+        help="training passes (iterations) to unroll (1 to "
+        f"{arg_types.MAX_PASSES:,}; at most {MAX_NODES_PER_NPU:,} nodes "
+        "per file)",
+    )
     return parser
 
 
@@ -99,8 +121,9 @@ def _convert_text(args: argparse.Namespace, source: str, prefix: str) -> None:
     from chakra.text import convert_text
 
     if args.num_npus is None or args.num_passes is None:
-        raise UsageError("Text conversion needs --num-npus and --num-passes (or --num_npus "
-                          "and --num_passes)")  # fmt: skip
+        raise UsageError(
+            "Text conversion needs --num-npus and --num-passes (or --num_npus and --num_passes)"
+        )
     prepare_outputs([*output_paths(prefix, args.num_npus), args.log_filename], [source])
     with log_file(args.log_filename, LOG_FORMAT):
         paths = convert_text(source, prefix, args.num_npus, args.num_passes)
@@ -115,8 +138,12 @@ def _convert(args: argparse.Namespace) -> None:
     if kind == "Text":
         _convert_text(args, source, target)
         return
-    require_kind(source, (TraceKind.ET_PLUS, TraceKind.HOST_ET), "chakra_converter",
-                 "an ET+ (chakra_trace_link's output) or a host execution trace")  # fmt: skip
+    require_kind(
+        source,
+        (TraceKind.ET_PLUS, TraceKind.HOST_ET),
+        "chakra_converter",
+        "an ET+ (chakra_trace_link's output) or a host execution trace",
+    )
     groups = comm_groups_path(Path(target))
     prepare_outputs([target, groups, args.log_filename], [source])
     with log_file(args.log_filename, LOG_FORMAT):
@@ -124,8 +151,12 @@ def _convert(args: argparse.Namespace) -> None:
 
 
 def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups: Path) -> None:
-    options = ConvertOptions(gaps=not args.no_gaps, rank=args.rank, require_peers=True,
-                             process_group_metadata=args.process_group_metadata)  # fmt: skip
+    options = ConvertOptions(
+        gaps=not args.no_gaps,
+        rank=args.rank,
+        require_peers=True,
+        process_group_metadata=args.process_group_metadata,
+    )
     with AtomicGroup() as outputs:  # the .et appears only once it has passed --validate
         report = convert_file(source, target, options, outputs)
         if args.validate:
@@ -163,8 +194,7 @@ def _simulate(target: str) -> None:
     (result,) = rank_results(engine)
     line = f"simulated makespan {result.simulated_makespan_us:,.0f} us"
     if result.measured_makespan_us is not None:
-        line += (f", measured {result.measured_makespan_us:,.0f} us, "
-                 f"error {result.error_pct:+.2f}%")  # fmt: skip
+        line += f", measured {result.measured_makespan_us:,.0f} us, error {result.error_pct:+.2f}%"
     print(line)
 
 

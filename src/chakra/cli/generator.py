@@ -22,8 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write microbenchmark Chakra ETs (<family>.<npu>.et) for every NPU.",
     )
     defaults = GeneratorOptions()
-    parser.add_argument("--num_npus", type=arg_types.npus, default=defaults.num_npus,
-                        help=f"1 to {arg_types.MAX_NPUS:,} (default: 64)")  # fmt: skip
+    parser.add_argument(
+        "--num_npus",
+        type=arg_types.npus,
+        default=defaults.num_npus,
+        help=f"1 to {arg_types.MAX_NPUS:,} (default: 64)",
+    )
     parser.add_argument(
         "--default_runtime",
         type=arg_types.nonneg_int,

@@ -34,10 +34,14 @@ def _scenario(text: str) -> Scenario:
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
     """The options that choose the job-wide outputs: plot, page and what-if scenarios."""
     parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
-    parser.add_argument("--no-html", action="store_true",
-                        help="skip report.html (report.json as a self-contained page)")  # fmt: skip
-    defaults = ", ".join(f"'{s.name}={','.join(r.text for r in s.rules)}'"
-                         for s in DEFAULT_SCENARIOS)  # fmt: skip
+    parser.add_argument(
+        "--no-html",
+        action="store_true",
+        help="skip report.html (report.json as a self-contained page)",
+    )
+    defaults = ", ".join(
+        f"'{s.name}={','.join(r.text for r in s.rules)}'" for s in DEFAULT_SCENARIOS
+    )
     what_if = parser.add_mutually_exclusive_group()
     what_if.add_argument(
         "--what-if",
@@ -75,17 +79,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
     """Where the traces are and the outputs go, and how many ranks run at once."""
-    parser.add_argument("--host-trace", "--chakra-host-trace", "--pytorch-et-file",
-                        dest="host_trace", type=location,
-                        help="one rank: host execution trace")  # fmt: skip
-    parser.add_argument("--device-trace", "--chakra-device-trace", "--kineto-file",
-                        dest="device_trace", type=location,
-                        help="one rank: Kineto trace")  # fmt: skip
+    parser.add_argument(
+        "--host-trace",
+        "--chakra-host-trace",
+        "--pytorch-et-file",
+        dest="host_trace",
+        type=location,
+        help="one rank: host execution trace",
+    )
+    parser.add_argument(
+        "--device-trace",
+        "--chakra-device-trace",
+        "--kineto-file",
+        dest="device_trace",
+        type=location,
+        help="one rank: Kineto trace",
+    )
     parser.add_argument("--host-dir", type=location, help="many ranks: folder of host traces")
     parser.add_argument("--device-dir", type=location, help="many ranks: folder of Kineto traces")
-    parser.add_argument("--trace-dir", type=location,
-                        help="many ranks: one folder holding both (rank<r>.host_et.json[.gz] "
-                             "and rank<r>.kineto.json[.gz], or the reference's names)")  # fmt: skip
+    parser.add_argument(
+        "--trace-dir",
+        type=location,
+        help="many ranks: one folder holding both (rank<r>.host_et.json[.gz] "
+        "and rank<r>.kineto.json[.gz], or the reference's names)",
+    )
     parser.add_argument("--output-dir", type=location, required=True, help="folder for the outputs")
     parser.add_argument(
         "-j",
@@ -98,17 +115,27 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_conversion_options(parser: argparse.ArgumentParser) -> None:
     """How ranks are linked and their graphs written."""
-    parser.add_argument("--allow-pid-mismatch", action="store_true",
-                        help="link host and device traces whose process ids differ "
-                             "(else an error: they are not one run)")  # fmt: skip
-    parser.add_argument("--et-prefix", default=ET_PREFIX, metavar="PREFIX",
-                        help="write the graphs as PREFIX.<rank>.et, the family ASTRA-sim loads "
-                             f"(default: {ET_PREFIX})")  # fmt: skip
-    parser.add_argument("--process-group-metadata", action="store_true",
-                        help="write the process group table as a METADATA node in the form "
-                             "ASTRA-sim parses (the ASTRA-sim of 2026-03 aborts on any "
-                             "METADATA node; by default the groups go to "
-                             "PREFIX.comm_groups.json)")  # fmt: skip
+    parser.add_argument(
+        "--allow-pid-mismatch",
+        action="store_true",
+        help="link host and device traces whose process ids differ "
+        "(else an error: they are not one run)",
+    )
+    parser.add_argument(
+        "--et-prefix",
+        default=ET_PREFIX,
+        metavar="PREFIX",
+        help="write the graphs as PREFIX.<rank>.et, the family ASTRA-sim loads "
+        f"(default: {ET_PREFIX})",
+    )
+    parser.add_argument(
+        "--process-group-metadata",
+        action="store_true",
+        help="write the process group table as a METADATA node in the form "
+        "ASTRA-sim parses (the ASTRA-sim of 2026-03 aborts on any "
+        "METADATA node; by default the groups go to "
+        "PREFIX.comm_groups.json)",
+    )
 
 
 def _add_execution_options(parser: argparse.ArgumentParser) -> None:
@@ -148,12 +175,21 @@ def _ranks(args: argparse.Namespace) -> list[RankFiles]:
             raise UsageError("--host-dir and --device-dir go together")
         return ranks_in_folders(args.host_dir, args.device_dir)
     if not (args.host_trace and args.device_trace):
-        raise UsageError("give --host-trace and --device-trace, or --trace-dir, or "
-                          "--host-dir and --device-dir")  # fmt: skip
-    require_kind(args.host_trace, (TraceKind.HOST_ET, TraceKind.ET_PLUS), "chakra_pipeline",
-                 "a host execution trace as --host-trace")  # fmt: skip
-    require_kind(args.device_trace, (TraceKind.KINETO,), "chakra_pipeline",
-                 "a Kineto trace as --device-trace")  # fmt: skip
+        raise UsageError(
+            "give --host-trace and --device-trace, or --trace-dir, or --host-dir and --device-dir"
+        )
+    require_kind(
+        args.host_trace,
+        (TraceKind.HOST_ET, TraceKind.ET_PLUS),
+        "chakra_pipeline",
+        "a host execution trace as --host-trace",
+    )
+    require_kind(
+        args.device_trace,
+        (TraceKind.KINETO,),
+        "chakra_pipeline",
+        "a Kineto trace as --device-trace",
+    )
     return [RankFiles(0, args.host_trace, args.device_trace)]
 
 
@@ -174,21 +210,34 @@ def _run(args: argparse.Namespace) -> None:
     if args.scheduler and args.executor != "dask":
         raise UsageError("--scheduler goes with --executor dask")
     scenarios = _scenarios(args)
-    result = run_pipeline(_ranks(args), args.output_dir, jobs=args.jobs,
-                          options=LinkOptions(allow_pid_mismatch=args.allow_pid_mismatch),
-                          plot=not args.no_plot, resume=not args.no_resume,
-                          max_memory_gb=args.max_memory, executor=args.executor,
-                          scheduler=args.scheduler, et_prefix=args.et_prefix,
-                          process_group_metadata=args.process_group_metadata,
-                          what_if=scenarios, html=not args.no_html)  # fmt: skip
+    result = run_pipeline(
+        _ranks(args),
+        args.output_dir,
+        jobs=args.jobs,
+        options=LinkOptions(allow_pid_mismatch=args.allow_pid_mismatch),
+        plot=not args.no_plot,
+        resume=not args.no_resume,
+        max_memory_gb=args.max_memory,
+        executor=args.executor,
+        scheduler=args.scheduler,
+        et_prefix=args.et_prefix,
+        process_group_metadata=args.process_group_metadata,
+        what_if=scenarios,
+        html=not args.no_html,
+    )
     if result.reused:
-        print(f"reused {len(result.reused)} of {len(result.ranks)} ranks from an earlier run "
-              "(same inputs, by content; --no-resume redoes them)", file=sys.stderr)  # fmt: skip
+        print(
+            f"reused {len(result.reused)} of {len(result.ranks)} ranks from an earlier run "
+            "(same inputs, by content; --no-resume redoes them)",
+            file=sys.stderr,
+        )
     print(summary_table(result))
     page = f" and {name_of(result.html)} (open in a browser)" if result.html else ""
-    print(f"outputs in {result.output_dir}: report {name_of(result.report)}{page}, "
-          f"timeline {name_of(result.timeline)} (open in https://ui.perfetto.dev)"
-          + (f", plot {name_of(result.plot)}" if result.plot else ""))  # fmt: skip
+    print(
+        f"outputs in {result.output_dir}: report {name_of(result.report)}{page}, "
+        f"timeline {name_of(result.timeline)} (open in https://ui.perfetto.dev)"
+        + (f", plot {name_of(result.plot)}" if result.plot else "")
+    )
     if result.et_prefix is not None:
         print(f"ASTRA-sim: {command_line(result.et_prefix, result.comm_groups)}")
         if len(result.ranks) == 1:

@@ -145,8 +145,12 @@ def _simulate(args: argparse.Namespace) -> None:
     rules = [ScaleRule.parse(text) for text in args.scale]
     prepare_outputs([args.timeline, args.plot, args.plot_makespans], args.paths)
     for path in args.paths:
-        require_kind(path, (TraceKind.CHAKRA_ET, TraceKind.ET_PLUS, TraceKind.HOST_ET),
-                     "chakra_sim", "Chakra ETs (.et) or ET+ JSON, one per rank")  # fmt: skip
+        require_kind(
+            path,
+            (TraceKind.CHAKRA_ET, TraceKind.ET_PLUS, TraceKind.HOST_ET),
+            "chakra_sim",
+            "Chakra ETs (.et) or ET+ JSON, one per rank",
+        )
     run = _replay(args, rules)  # a rule matching nothing: no outputs
     result, what_if = run.result, run.what_if_makespans()
     log_reference_lines(result)
@@ -185,10 +189,13 @@ def _write_pictures(args: argparse.Namespace, run: Replay) -> None:
 def _document(result: SimResult, what_if: list[Optional[float]], applied: list[dict]) -> dict:
     """What ``--json`` prints."""
     ranks = [
-        {**msgspec.to_builtins(rank), "critical_path": msgspec.to_builtins(path),
-         "what_if_makespan_us": scaled}
+        {
+            **msgspec.to_builtins(rank),
+            "critical_path": msgspec.to_builtins(path),
+            "what_if_makespan_us": scaled,
+        }
         for rank, path, scaled in zip(result.ranks, result.critical_paths, what_if)
-    ]  # fmt: skip
+    ]
     document = {"ranks": ranks, "scale_rules": applied}
     if result.ring is not None:
         document["resources"] = {"model": ASTRA_SIM, "network": msgspec.to_builtins(result.ring)}

@@ -29,9 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--input_filename", required=True, help="simulator log or trace")
     parser.add_argument("--output_filename", required=True, help="Chrome trace JSON to write")
-    parser.add_argument("--num_npus", type=arg_types.npus,
-                        help=f"NPUs in the log (astra-sim format; 1 to "
-                             f"{arg_types.MAX_NPUS:,})")  # fmt: skip
+    parser.add_argument(
+        "--num_npus",
+        type=arg_types.npus,
+        help=f"NPUs in the log (astra-sim format; 1 to {arg_types.MAX_NPUS:,})",
+    )
     parser.add_argument(
         "--npu_frequency",
         type=arg_types.finite_positive,
@@ -46,9 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="astra-sim",
         help="astra-sim: issue/callback log (default); chakra-sim: chakra_sim --timeline JSON",
     )
-    parser.add_argument("--log_filename", "--log-filename", dest="log_filename",
-                        help="also write this tool's log to this file (replaced when the "
-                             "tool ends)")  # fmt: skip
+    parser.add_argument(
+        "--log_filename",
+        "--log-filename",
+        dest="log_filename",
+        help="also write this tool's log to this file (replaced when the tool ends)",
+    )
     add_log_level_option(parser)
     return parser
 
@@ -58,8 +63,7 @@ def _convert(args: argparse.Namespace) -> None:
         raise UsageError("the astra-sim log format needs --num_npus and --npu_frequency")
     prepare_outputs([args.output_filename, args.log_filename], [args.input_filename])
     with log_file(args.log_filename):
-        trace = timeline(args.input_filename, args.input_format, args.num_npus,
-                         args.npu_frequency)  # fmt: skip
+        trace = timeline(args.input_filename, args.input_format, args.num_npus, args.npu_frequency)
         with atomic_output(args.output_filename, text=True) as out:
             dump_finite(trace, out, args.output_filename)
         logger.info("wrote %d events to %s", len(complete_events(trace)), args.output_filename)

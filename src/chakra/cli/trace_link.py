@@ -114,8 +114,11 @@ def _add_linking_options(how: argparse._ArgumentGroup) -> None:
 
 
 def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
-    options = LinkOptions(profiler_step=args.profiler_step, iteration=args.iteration,
-                          allow_pid_mismatch=args.allow_pid_mismatch)  # fmt: skip
+    options = LinkOptions(
+        profiler_step=args.profiler_step,
+        iteration=args.iteration,
+        allow_pid_mismatch=args.allow_pid_mismatch,
+    )
     coverage = (
         Coverage(args.min_host_coverage, args.min_gpu_coverage) if args.strict else Coverage()
     )
@@ -123,19 +126,34 @@ def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
 
 
 def _link_one(args: argparse.Namespace) -> None:
-    missing = [flag for flag, value in (("--chakra-host-trace", args.host_trace),
-               ("--chakra-device-trace", args.device_trace),
-               ("--output-file", args.output_file)) if not value]  # fmt: skip
+    missing = [
+        flag
+        for flag, value in (
+            ("--chakra-host-trace", args.host_trace),
+            ("--chakra-device-trace", args.device_trace),
+            ("--output-file", args.output_file),
+        )
+        if not value
+    ]
     if missing:
         raise UsageError(f"missing {', '.join(missing)} (or use --host-dir/--device-dir)")
-    require_kind(args.device_trace, (TraceKind.KINETO,), "chakra_trace_link",
-                 "a Kineto trace as --chakra-device-trace")  # fmt: skip
-    require_kind(args.host_trace, (TraceKind.HOST_ET, TraceKind.ET_PLUS), "chakra_trace_link",
-                 "a host execution trace as --chakra-host-trace")  # fmt: skip
+    require_kind(
+        args.device_trace,
+        (TraceKind.KINETO,),
+        "chakra_trace_link",
+        "a Kineto trace as --chakra-device-trace",
+    )
+    require_kind(
+        args.host_trace,
+        (TraceKind.HOST_ET, TraceKind.ET_PLUS),
+        "chakra_trace_link",
+        "a host execution trace as --chakra-host-trace",
+    )
     prepare_outputs([args.output_file, args.report], [args.host_trace, args.device_trace])
     options, coverage = _options(args)
-    report: LinkReport = link_files(args.host_trace, args.device_trace, args.output_file,
-                                    options, coverage, args.rank)  # fmt: skip
+    report: LinkReport = link_files(
+        args.host_trace, args.device_trace, args.output_file, options, coverage, args.rank
+    )
     print(render_table(report, f"linked {args.output_file}"))
     if args.report is not None:
         write_report(args.report, report)
@@ -152,8 +170,9 @@ def _link_many(args: argparse.Namespace) -> None:
     with new_folder(args.output_dir):
         prepare_outputs([*outputs, args.report], inputs, folders=[args.output_dir])
         with AtomicGroup() as group:  # the ranks' files and the report, or nothing
-            results = link_ranks(pairs, args.output_dir, options, coverage, args.jobs, suffix,
-                                 group)  # fmt: skip
+            results = link_ranks(
+                pairs, args.output_dir, options, coverage, args.jobs, suffix, group
+            )
             _report_ranks(args, results, group)
 
 
@@ -165,8 +184,10 @@ def _report_ranks(
         print(f"rank {result.rank}: {_rank_line(result)}")
     failed = [result for result in results if result.error]
     if failed:
-        raise ChakraError(f"{len(failed)} of {len(results)} ranks failed, so no file was "
-                          f"written (first: rank {failed[0].rank}: {failed[0].error})")  # fmt: skip
+        raise ChakraError(
+            f"{len(failed)} of {len(results)} ranks failed, so no file was "
+            f"written (first: rank {failed[0].rank}: {failed[0].error})"
+        )
     if args.report is not None:
         write_rank_reports(args.report, results, group)
 
@@ -175,8 +196,10 @@ def _rank_line(result: RankResult) -> str:
     report = result.report
     if result.error or report is None:
         return f"error: {result.error}"
-    return (f"{sum(report.matched.values())}/{report.host_ops} host ops, "
-            f"{report.gpu_ops_linked} GPU ops linked")  # fmt: skip
+    return (
+        f"{sum(report.matched.values())}/{report.host_ops} host ops, "
+        f"{report.gpu_ops_linked} GPU ops linked"
+    )
 
 
 def _link(args: argparse.Namespace) -> None:

@@ -88,9 +88,11 @@ def _validate(args: argparse.Namespace) -> None:
             "chakra_validate",
             "a Chakra ET (.et, chakra_converter's output)",
         )
-    options = ValidationOptions(require_streams=args.require_streams,
-                                astra_sim=not args.no_astra_sim,
-                                comm_groups=_comm_groups(args))  # fmt: skip
+    options = ValidationOptions(
+        require_streams=args.require_streams,
+        astra_sim=not args.no_astra_sim,
+        comm_groups=_comm_groups(args),
+    )
     results = [check_file(path, options) for path in args.files]
     agreement = cross_rank(results)
     mismatches = mismatches_of(agreement, results) if len(results) > 1 else []

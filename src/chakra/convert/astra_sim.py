@@ -109,5 +109,7 @@ def command_line(prefix: Location, groups: Optional[Location]) -> str:
     line = f"AstraSim_Analytical_Congestion_Unaware --workload-configuration={prefix}"
     if groups is not None:
         line += f" --comm-group-configuration={groups}"
-    return (line + " --system-configuration=SYSTEM.json --network-configuration=NETWORK.yml"
-            " --remote-memory-configuration=MEMORY.json")  # fmt: skip
+    return (
+        line + " --system-configuration=SYSTEM.json --network-configuration=NETWORK.yml"
+        " --remote-memory-configuration=MEMORY.json"
+    )

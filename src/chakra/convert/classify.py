@@ -117,15 +117,19 @@ class Classifier:
         init = next((n for n in nodes if PROCESS_GROUP_INIT in n.name), None)
         table = [] if init is None else process_groups(init)
         if init is not None and not table:
-            self.guesses["process_group:init table empty, unreadable or out of range: "
-                         "process groups unknown"] += 1  # fmt: skip
+            self.guesses[
+                "process_group:init table empty, unreadable or out of range: process groups unknown"
+            ] += 1
         #: the world group's name: the table's group listing every rank (PyTorch writes
         #: ``ranks: []`` for the default group), else "0"
         self.world_group = next(
-            (str(g.get("pg_name")) for g in table
-             if isinstance(g, dict) and not g.get("ranks") and g.get("pg_name") is not None),
+            (
+                str(g.get("pg_name"))
+                for g in table
+                if isinstance(g, dict) and not g.get("ranks") and g.get("pg_name") is not None
+            ),
             "0",
-        )  # fmt: skip
+        )
         #: each group's global ranks from the table (``ranks: []``: the first group_size)
         self.group_ranks: dict[str, tuple[int, ...]] = {}
         for group in table:
@@ -150,8 +154,12 @@ class Classifier:
             table = json.dumps(groups, sort_keys=True)
             if not self.metadata:  # a METADATA node aborts the shipped ASTRA-sim
                 return Classified(NodeType.COMP_NODE, True, process_groups=table)
-            return Classified(NodeType.METADATA_NODE, True, process_groups=table,
-                              metadata_values=self._astra_table(groups))  # fmt: skip
+            return Classified(
+                NodeType.METADATA_NODE,
+                True,
+                process_groups=table,
+                metadata_values=self._astra_table(groups),
+            )
         if node.is_gpu:
             if _is_comm_kernel(node):
                 return self._comm(node, is_cpu_op=False)
@@ -177,8 +185,11 @@ class Classifier:
 
     def _kind(self, node: EtPlusNode, comms: Optional[EtPlusNode]) -> Optional[object]:
         names = [comms.attr("collective_name") if comms else None]
-        names += [a.name for a in [node, *self.ancestors(node)]
-                  if a.name.startswith(("nccl:", "c10d::", "gloo:"))]  # fmt: skip
+        names += [
+            a.name
+            for a in [node, *self.ancestors(node)]
+            if a.name.startswith(("nccl:", "c10d::", "gloo:"))
+        ]
         names.append(node.collective.name if node.collective else None)
         for name in names:
             kind = kind_from_name(name)
@@ -196,17 +207,22 @@ class Classifier:
         size = self._size(node, comms)
         if size == 0:
             self.guesses["communication ops of unknown size: comm_size 0"] += 1
-        pg_name = (comms.attr("pg_name") if comms else None) or node.pg_name or (
-            node.collective.pg_name if node.collective else None)  # fmt: skip
+        pg_name = (
+            (comms.attr("pg_name") if comms else None)
+            or node.pg_name
+            or (node.collective.pg_name if node.collective else None)
+        )
         if pg_name is None and is_cpu_op:  # gloo records no group: it ran in the world's
-            self.guesses[f"host collectives in no known process group: world group "
-                         f"{self.world_group!r}"] += 1  # fmt: skip
+            self.guesses[
+                f"host collectives in no known process group: world group {self.world_group!r}"
+            ] += 1
             pg_name = self.world_group
         elif pg_name is None:
             self.guesses["communication ops in no known process group: no pg_name"] += 1
         ranks = _ranks(node.collective.pg_ranks) if node.collective else None
         pg_size = (comms.attr("pg_size") if comms else None) or (
-            node.collective.group_size if node.collective else None)  # fmt: skip
+            node.collective.group_size if node.collective else None
+        )
         original = None if pg_name is None else str(pg_name)
         if ranks is None and original is not None:
             ranks = self.group_ranks.get(original)
@@ -215,17 +231,24 @@ class Classifier:
             return self._point_to_point(kind, is_cpu_op, size, group, original, ranks, pg_size)
         stand_in = STAND_INS.get(kind)
         if stand_in is not None:
-            self.notes[f"{kind.name} written as {stand_in.name} (ASTRA-sim has no "
-                       f"{kind.name}; comm_type_original keeps it)"] += 1  # fmt: skip
+            self.notes[
+                f"{kind.name} written as {stand_in.name} (ASTRA-sim has no "
+                f"{kind.name}; comm_type_original keeps it)"
+            ] += 1
             if kind is CollectiveCommType.BARRIER:
                 size = 0
         return Classified(
-            NodeType.COMM_COLL_NODE, is_cpu_op, kind if stand_in is None else stand_in, size,
-            group, ranks,
+            NodeType.COMM_COLL_NODE,
+            is_cpu_op,
+            kind if stand_in is None else stand_in,
+            size,
+            group,
+            ranks,
             type_guessed=guessed,
             pg_size=_pg_size(pg_size),
-            comm_type_original=None if stand_in is None else kind, pg_name_original=original,
-        )  # fmt: skip
+            comm_type_original=None if stand_in is None else kind,
+            pg_name_original=original,
+        )
 
     def _point_to_point(self, kind: PointToPoint, is_cpu_op: bool, size: int,
                         group: Optional[str], original: Optional[str],
@@ -240,13 +263,23 @@ class Classifier:
             tag = self.p2p_count[(group or "", src, dst)]
             self.p2p_count[(group or "", src, dst)] += 1
         else:
-            self.guesses["send/recv ops whose peer rank is unknown here: no comm_src/comm_dst "
-                         "(chakra_pipeline fills them from the other ranks)"] += 1  # fmt: skip
+            self.guesses[
+                "send/recv ops whose peer rank is unknown here: no comm_src/comm_dst "
+                "(chakra_pipeline fills them from the other ranks)"
+            ] += 1
         return Classified(
-            NodeType.COMM_SEND_NODE if send else NodeType.COMM_RECV_NODE, is_cpu_op, None, size,
-            group, ranks, pg_size=_pg_size(pg_size),
-            pg_name_original=original, comm_src=src, comm_dst=dst, comm_tag=tag,
-        )  # fmt: skip
+            NodeType.COMM_SEND_NODE if send else NodeType.COMM_RECV_NODE,
+            is_cpu_op,
+            None,
+            size,
+            group,
+            ranks,
+            pg_size=_pg_size(pg_size),
+            pg_name_original=original,
+            comm_src=src,
+            comm_dst=dst,
+            comm_tag=tag,
+        )
 
     def _astra_table(self, groups: list[dict[str, Any]]) -> str:
         """The group table in the form ASTRA-sim parses from a METADATA node's input value
@@ -257,8 +290,13 @@ class Classifier:
             if not isinstance(group, dict) or group.get("pg_name") is None:
                 continue
             ranks = group.get("ranks") or list(range(int(group.get("group_size") or 0)))
-            table.append({"pg_name": self.group_ids.of(str(group["pg_name"])), "ranks": ranks,
-                          "pg_name_original": str(group["pg_name"])})  # fmt: skip
+            table.append(
+                {
+                    "pg_name": self.group_ids.of(str(group["pg_name"])),
+                    "ranks": ranks,
+                    "pg_name_original": str(group["pg_name"]),
+                }
+            )
         return repr([json.dumps(table)])
 
     def _size(self, node: EtPlusNode, comms: Optional[EtPlusNode]) -> int:

@@ -74,9 +74,12 @@ class _Sharing:
             except TypeError:  # a list value
                 attrs.append(attr)
         return msgspec.structs.replace(
-            node, name=shared.setdefault(node.name, node.name), attrs=attrs,
-            inputs=self._owned(node, node.inputs), outputs=self._owned(node, node.outputs),
-        )  # fmt: skip
+            node,
+            name=shared.setdefault(node.name, node.name),
+            attrs=attrs,
+            inputs=self._owned(node, node.inputs),
+            outputs=self._owned(node, node.outputs),
+        )
 
     def _owned(self, node: EtPlusNode, raw: msgspec.Raw) -> msgspec.Raw:
         """``raw`` copied out of the file's bytes (so that they can be freed after loading),
@@ -99,9 +102,13 @@ class _Sharing:
         except TypeError:  # a list value
             attrs = [tid]
         return msgspec.structs.replace(
-            node, name=shared.setdefault(node.name, node.name), attrs=attrs,
-            inputs=NULL_JSON, outputs=NULL_JSON, kineto_thread=None,
-        )  # fmt: skip
+            node,
+            name=shared.setdefault(node.name, node.name),
+            attrs=attrs,
+            inputs=NULL_JSON,
+            outputs=NULL_JSON,
+            kineto_thread=None,
+        )
 
 
 _TID_ONLY = object()  # keys the shared attrs lists of outline nodes
@@ -113,8 +120,11 @@ def check_utf8(path: PathLike, node_id: int, text: bytes) -> None:
     try:
         text.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(path, f"node {node_id}: inputs or outputs hold invalid UTF-8 "
-                               f"(byte {exc.start} of their JSON)") from None  # fmt: skip
+        raise TraceFormatError(
+            path,
+            f"node {node_id}: inputs or outputs hold invalid UTF-8 "
+            f"(byte {exc.start} of their JSON)",
+        ) from None
 
 
 _EMPTY = msgspec.Raw(b"{}")
@@ -138,10 +148,17 @@ def load_et_plus(
         if keep_whole is not None and not outline:
             return load_et_plus(path)  # read again, whole: the outline cannot be used
         check_ranges(path, header, nodes)
-        return EtPlusTrace(path=str(path), schema=header.schema, pid=header.pid,
-                           time=header.time, start_ts=header.start_ts,
-                           finish_ts=header.finish_ts, nodes=nodes,
-                           link=header.chakra_link, outline=outline)  # fmt: skip
+        return EtPlusTrace(
+            path=str(path),
+            schema=header.schema,
+            pid=header.pid,
+            time=header.time,
+            start_ts=header.start_ts,
+            finish_ts=header.finish_ts,
+            nodes=nodes,
+            link=header.chakra_link,
+            outline=outline,
+        )
     del by_lines
     data = read_json_bytes(path)
     with phase(f"loading ET+ {path}", len(data), in_bytes=True) as progress, gc_paused():
@@ -188,8 +205,9 @@ def check_ranges(path: PathLike, header: Any, nodes: list[EtPlusNode]) -> None:
         for name in _TIMES:
             value = getattr(node, name)
             if value is not None and not -limit < value < limit:  # NaN fails too
-                raise TraceFormatError(path, f"node {node.id}: {name} {value} is not a finite "
-                                       "time within +-2^62 ns")  # fmt: skip
+                raise TraceFormatError(
+                    path, f"node {node.id}: {name} {value} is not a finite time within +-2^62 ns"
+                )
 
 
 def _read_lines(
@@ -223,13 +241,17 @@ def with_payloads(trace: EtPlusTrace) -> Iterator[tuple[EtPlusNode, NodePayload]
         payload = next(again, None)
         if payload is None or payload.id != loaded.id:
             found = "its end" if payload is None else f"node {payload.id}"
-            raise TraceFormatError(trace.path, f"the file changed while it was converted "
-                                   f"({found} where node {loaded.id} was)")  # fmt: skip
+            raise TraceFormatError(
+                trace.path,
+                f"the file changed while it was converted ({found} where node {loaded.id} was)",
+            )
         check_utf8(trace.path, loaded.id, bytes(payload.inputs) + bytes(payload.outputs))
         yield loaded, payload
     if next(again, None) is not None:
-        raise TraceFormatError(trace.path, "the file changed while it was converted "
-                               "(more nodes than when it was first read)")  # fmt: skip
+        raise TraceFormatError(
+            trace.path,
+            "the file changed while it was converted (more nodes than when it was first read)",
+        )
 
 
 def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
@@ -244,14 +266,27 @@ def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
     sharing = _Sharing(path)
     nodes = [sharing.node(untimed_node(op)) for op in host.ops]
     check_ranges(path, host, nodes)
-    return EtPlusTrace(path=str(path), schema=host.schema, pid=host.pid, time=host.time,
-                       start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
-                       link=None)  # fmt: skip
+    return EtPlusTrace(
+        path=str(path),
+        schema=host.schema,
+        pid=host.pid,
+        time=host.time,
+        start_ts=host.start_ts,
+        finish_ts=host.finish_ts,
+        nodes=nodes,
+        link=None,
+    )
 
 
 def untimed_node(op: HostOp) -> EtPlusNode:
     """The ET+ node of a host op before any timing is added, as the linker writes it
     (:func:`chakra.link.et_plus.host_node_untimed`), built without a JSON round trip."""
     attrs = [*op.standard_attrs(), *op.attrs, *op.comm_attrs()]
-    return EtPlusNode(id=op.id, name=op.name, ctrl_deps=op.parent_id, attrs=attrs,
-                      inputs=op.inputs.normalized(), outputs=op.outputs.normalized())  # fmt: skip
+    return EtPlusNode(
+        id=op.id,
+        name=op.name,
+        ctrl_deps=op.parent_id,
+        attrs=attrs,
+        inputs=op.inputs.normalized(),
+        outputs=op.outputs.normalized(),
+    )

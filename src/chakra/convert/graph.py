@@ -125,8 +125,9 @@ def outlives_parent(node: EtPlusNode, parent: Optional[EtPlusNode]) -> bool:
 
 
 def _roots(nodes: list[EtPlusNode], by_id: Mapping[int, EtPlusNode]) -> list[EtPlusNode]:
-    roots = [n for n in nodes if n.ctrl_deps is None or n.ctrl_deps == n.id
-             or n.ctrl_deps not in by_id]  # fmt: skip
+    roots = [
+        n for n in nodes if n.ctrl_deps is None or n.ctrl_deps == n.id or n.ctrl_deps not in by_id
+    ]
     return sorted(roots, key=lambda n: (n.name not in PROCESS_ROOT_NAMES, n.id))
 
 
@@ -184,9 +185,14 @@ def _split_timed_ops(
         resumes[call.host][call.start] = call.resumed
     for node in trace.nodes:
         if not node.is_gpu and node.ts is not None and node.end is not None:
-            segments.split(node, children.get(node.id, ()), cuts.get(node.id, ()), first,
-                           anchor_last=node.id in meets_last,
-                           resumes=resumes.get(node.id))  # fmt: skip
+            segments.split(
+                node,
+                children.get(node.id, ()),
+                cuts.get(node.id, ()),
+                first,
+                anchor_last=node.id in meets_last,
+                resumes=resumes.get(node.id),
+            )
 
 
 def _chain(

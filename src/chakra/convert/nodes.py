@@ -193,8 +193,16 @@ def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_u
 def segment_node(segment: Any, op: EtPlusNode, data_deps: list[int],
                  parent: Optional[int]) -> bytes:  # fmt: skip
     """A later segment of a host op's own time, on the op's thread."""
-    return _cpu_node(segment.node_id, op.name, op, segment.start, segment.end - segment.start,
-                     data_deps, parent, "segment_of")  # fmt: skip
+    return _cpu_node(
+        segment.node_id,
+        op.name,
+        op,
+        segment.start,
+        segment.end - segment.start,
+        data_deps,
+        parent,
+        "segment_of",
+    )
 
 
 def delay_node(delay: Any, before: EtPlusNode, data_deps: list[int],
@@ -202,8 +210,17 @@ def delay_node(delay: Any, before: EtPlusNode, data_deps: list[int],
     """The measured wait before a node started; no ``tid``, so it holds no resource.
     ``delay_before`` names the op it delays (not a ``ctrl_deps``: that would close a cycle
     with the op's ``data_deps``)."""
-    return _cpu_node(delay.node_id, "[delay]", before, delay.start_us, delay.duration_us,
-                     data_deps, parent, "delay_before", tid=False)  # fmt: skip
+    return _cpu_node(
+        delay.node_id,
+        "[delay]",
+        before,
+        delay.start_us,
+        delay.duration_us,
+        data_deps,
+        parent,
+        "delay_before",
+        tid=False,
+    )
 
 
 def end_node(node_id: int, data_deps: list[int], start_us: Any) -> bytes:

@@ -103,8 +103,7 @@ class Segmentation:
             return segments, pieces
         for segment in moved.values():
             self._replace_extra(segment)
-        return ([moved.get(id(s), s) for s in segments],
-                [moved.get(id(p), p) for p in pieces])  # fmt: skip
+        return ([moved.get(id(s), s) for s in segments], [moved.get(id(p), p) for p in pieces])
 
     def _replace_extra(self, segment: Segment) -> None:
         """Put ``segment`` where the extra segment with its id is (a binary search: ids in
@@ -115,12 +114,13 @@ class Segmentation:
         """Give the op's id to its last segment (and the last segment's id to the first)."""
         last = segments[-1]
         swap = {op_id: last.node_id, last.node_id: op_id}
-        renamed = {id(s): msgspec.structs.replace(s, node_id=swap.get(s.node_id, s.node_id))
-                   for s in segments}  # fmt: skip
+        renamed = {
+            id(s): msgspec.structs.replace(s, node_id=swap.get(s.node_id, s.node_id))
+            for s in segments
+        }
         first = renamed[id(segments[0])]  # now holds the id the last one had
         self._replace_extra(first)
-        return ([renamed[id(s)] for s in segments],
-                [renamed.get(id(p), p) for p in pieces])  # fmt: skip
+        return ([renamed[id(s)] for s in segments], [renamed.get(id(p), p) for p in pieces])
 
     def _own_time(self, op, begin, finish, points, segments, pieces) -> None:
         bounds = [begin, *(t for t in points if begin < t < finish), finish]

@@ -60,27 +60,48 @@ def astra_sim_faults(
     faults = []
     pg_name: Optional[Any] = values.get("pg_name")
     if comm_groups is not None and pg_name and pg_name not in comm_groups:
-        faults.append(("unknown_group", f"names group {str(pg_name)[:40]!r}, which the "
-                       "comm-group file does not list"))  # fmt: skip
+        faults.append(
+            (
+                "unknown_group",
+                f"names group {str(pg_name)[:40]!r}, which the comm-group file does not list",
+            )
+        )
     if not rules:
         return faults
     if node.type == NodeType.METADATA_NODE:
         what = "is a METADATA node: the ASTRA-sim of 2026-03 aborts on one (use a comm-group file)"
         faults.append(("astra_sim_unsupported", what))
     if isinstance(pg_name, str) and not is_group_id(pg_name):  # another kind: wrong_attr_kind
-        faults.append(("invalid_pg_name", f"has pg_name {str(pg_name)[:40]!r}, not an ASTRA-sim "
-                       "group id (an integer from 1 to 2**31 - 1: read with std::stoi, "
-                       "group 0 is refused)"))  # fmt: skip
+        faults.append(
+            (
+                "invalid_pg_name",
+                f"has pg_name {str(pg_name)[:40]!r}, not an ASTRA-sim "
+                "group id (an integer from 1 to 2**31 - 1: read with std::stoi, "
+                "group 0 is refused)",
+            )
+        )
     comm_type = values.get("comm_type")
     if node.type == NodeType.COMM_COLL_NODE and comm_type in _UNSUPPORTED:
         name = CollectiveCommType(comm_type).name
-        faults.append(("astra_sim_unsupported", f"has comm_type {name}, which ASTRA-sim does "
-                       f"not run (write it as {STAND_INS[C(comm_type)].name})"))  # fmt: skip
+        faults.append(
+            (
+                "astra_sim_unsupported",
+                f"has comm_type {name}, which ASTRA-sim does "
+                f"not run (write it as {STAND_INS[C(comm_type)].name})",
+            )
+        )
     if node.type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
-        needed = ("comm_dst", "comm_tag") if node.type == NodeType.COMM_SEND_NODE else (
-            "comm_src", "comm_tag")  # fmt: skip
+        needed = (
+            ("comm_dst", "comm_tag")
+            if node.type == NodeType.COMM_SEND_NODE
+            else ("comm_src", "comm_tag")
+        )
         for name in needed:
             if name not in values:
-                faults.append(("missing_attr", f"is a {NodeType(node.type).name} without "
-                               f"{name}, which ASTRA-sim requires"))  # fmt: skip
+                faults.append(
+                    (
+                        "missing_attr",
+                        f"is a {NodeType(node.type).name} without {name}, which ASTRA-sim requires",
+                    )
+                )
     return faults

@@ -24,9 +24,11 @@ def find_cycles(count: int, parents: array, children: array) -> list[Cycle]:
     on vertices ``0..count-1`` with an edge ``parents[i] -> children[i]`` for each ``i``."""
     starts, targets = _adjacency(count, parents, children)
     leftover = _unsorted_vertices(count, starts, targets, children)
-    return [Cycle(tuple(_cycle_in(component, starts, targets)), len(component))
-            for component in _strong_components(leftover, starts, targets)
-            if len(component) > 1]  # fmt: skip
+    return [
+        Cycle(tuple(_cycle_in(component, starts, targets)), len(component))
+        for component in _strong_components(leftover, starts, targets)
+        if len(component) > 1
+    ]
 
 
 def _adjacency(count: int, parents: array, children: array) -> tuple[list[int], array]:

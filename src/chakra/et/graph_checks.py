@@ -54,10 +54,19 @@ PROBLEM_KINDS = (
 FEEDER_ATTR_KINDS: Mapping[str, str] = {
     name: ATTRIBUTE_KINDS[name]
     for name in (
-        "is_cpu_op", "num_ops", "tensor_size", "comm_type", "comm_size", "comm_priority",
-        "comm_src", "comm_dst", "comm_tag", "pg_name", "stream",
+        "is_cpu_op",
+        "num_ops",
+        "tensor_size",
+        "comm_type",
+        "comm_size",
+        "comm_priority",
+        "comm_src",
+        "comm_dst",
+        "comm_tag",
+        "pg_name",
+        "stream",
     )
-}  # fmt: skip
+}
 
 #: Attributes each node type must carry (``is_cpu_op`` too, on every type but METADATA).
 REQUIRED_ATTRS: Mapping[int, tuple[str, ...]] = {

@@ -79,8 +79,12 @@ class EtReader:
                 if not node.name and not node.type:
                     # a gzip of zeros or spaces would read as endless such "nodes"
                     why = EMPTY_NODE if not body else NAMELESS_NODE
-                    raise EtFormatError(self.path, f"node #{self.nodes_read + 1} {why}", offset,
-                                        decompressed=self.is_gzip)  # fmt: skip
+                    raise EtFormatError(
+                        self.path,
+                        f"node #{self.nodes_read + 1} {why}",
+                        offset,
+                        decompressed=self.is_gzip,
+                    )
                 self.nodes_read += 1
                 yield node
         finally:

@@ -43,4 +43,4 @@ def summarize_et(path: PathLike) -> JsonDocument:
         "collectives": dict(sorted(collectives.items())),
         "data_deps": data_deps,
         "ctrl_deps": ctrl_deps,
-    }  # fmt: skip
+    }

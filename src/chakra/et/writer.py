@@ -56,8 +56,9 @@ class EtWriter:
     def _check(self, node: Any) -> None:
         nameless = not node if isinstance(node, bytes) else not node.name and not node.type
         if nameless:
-            raise EtFormatError(self.path, f"cannot write node #{self.nodes_written + 1}: it "
-                                f"{NAMELESS_NODE}")  # fmt: skip
+            raise EtFormatError(
+                self.path, f"cannot write node #{self.nodes_written + 1}: it {NAMELESS_NODE}"
+            )
 
     def close(self) -> None:
         """Finish the file and move it into place."""

@@ -96,8 +96,10 @@ class _BoundedTarInfo(tarfile.TarInfo):
 
     def _proc_member(self, owner: Any) -> Any:  # tarfile's private hook, in every 3.x
         if self.type in _EXTENDED and self.size > MAX_HEADER_BYTES:
-            raise _RefusedError(f"an extended header of {_shown(self.size)} (over the limit of "
-                           f"{_shown(MAX_HEADER_BYTES)})")  # fmt: skip
+            raise _RefusedError(
+                f"an extended header of {_shown(self.size)} (over the limit of "
+                f"{_shown(MAX_HEADER_BYTES)})"
+            )
         return super()._proc_member(owner)
 
 
@@ -128,8 +130,10 @@ def _make_target(archive: Path, target: Path) -> int:
         os.mkdir(target, 0o755)
         return os.open(target, _FOLDER_FLAGS)
     except FileExistsError:
-        raise ArchiveError(f"{archive}: cannot extract into {target}: it exists already "
-                           "(extraction makes a new folder)") from None  # fmt: skip
+        raise ArchiveError(
+            f"{archive}: cannot extract into {target}: it exists already "
+            "(extraction makes a new folder)"
+        ) from None
     except OSError as exc:
         raise ArchiveError(f"{archive}: cannot create {target}: {_why(exc)}") from exc
 
@@ -146,8 +150,9 @@ def _extract_members(
         ):
             for count, member in enumerate(tar, 1):
                 if count > limits.max_members:
-                    raise ArchiveError(f"{archive}: more than {limits.max_members} members "
-                                       "(the limit)")  # fmt: skip
+                    raise ArchiveError(
+                        f"{archive}: more than {limits.max_members} members (the limit)"
+                    )
                 parts = _checked_parts(archive, member, limits)
                 _second_layer(archive, member, target)
                 if member.isdir():
@@ -156,8 +161,9 @@ def _extract_members(
                     continue
                 total += member.size
                 if total > limits.max_total_bytes:
-                    raise ArchiveError(f"{archive}: more than {_shown(limits.max_total_bytes)}"
-                                       " in all (the limit)")  # fmt: skip
+                    raise ArchiveError(
+                        f"{archive}: more than {_shown(limits.max_total_bytes)} in all (the limit)"
+                    )
                 _extract_file(tar, member, root, parts, archive)
                 files += 1
             _drain(tar.fileobj)
@@ -187,8 +193,10 @@ def _checked_parts(archive: Path, member: tarfile.TarInfo, limits: ExtractLimits
     if not parts and not member.isdir():
         raise ArchiveError(f"{where}: a file without a name")
     if member.isreg() and member.size > limits.max_member_bytes:
-        raise ArchiveError(f"{where}: {_shown(member.size)}, over the limit of "
-                           f"{_shown(limits.max_member_bytes)} a member")  # fmt: skip
+        raise ArchiveError(
+            f"{where}: {_shown(member.size)}, over the limit of "
+            f"{_shown(limits.max_member_bytes)} a member"
+        )
     return parts
 
 
@@ -212,8 +220,9 @@ def _second_layer(archive: Path, member: tarfile.TarInfo, target: Path) -> None:
     try:
         data_filter(member, str(target))
     except tarfile.TarError as exc:  # FilterError and its kinds
-        raise ArchiveError(f"{archive}: member {member.name!r}: refused by tarfile's data "
-                           f"filter ({exc})") from None  # fmt: skip
+        raise ArchiveError(
+            f"{archive}: member {member.name!r}: refused by tarfile's data filter ({exc})"
+        ) from None
 
 
 def _open_folder(root: int, parts: list[str], archive: Path, name: str) -> int:
@@ -229,8 +238,9 @@ def _open_folder(root: int, parts: list[str], archive: Path, name: str) -> int:
             folder = inner
     except OSError as exc:
         os.close(folder)
-        raise ArchiveError(f"{archive}: member {name!r}: cannot make its folder "
-                           f"({_why(exc)})") from None  # fmt: skip
+        raise ArchiveError(
+            f"{archive}: member {name!r}: cannot make its folder ({_why(exc)})"
+        ) from None
     return folder
 
 
@@ -243,11 +253,11 @@ def _extract_file(
     try:
         out = os.open(parts[-1], _FILE_FLAGS, mode, dir_fd=folder)
     except FileExistsError:
-        raise ArchiveError(f"{archive}: member {member.name!r}: appears twice (or as a "
-                           "file and a folder)") from None  # fmt: skip
+        raise ArchiveError(
+            f"{archive}: member {member.name!r}: appears twice (or as a file and a folder)"
+        ) from None
     except OSError as exc:
-        raise ArchiveError(f"{archive}: cannot write member {member.name!r}: "
-                           f"{_why(exc)}") from None  # fmt: skip
+        raise ArchiveError(f"{archive}: cannot write member {member.name!r}: {_why(exc)}") from None
     finally:
         os.close(folder)
     try:

@@ -103,8 +103,12 @@ def peek_kind(path: PathLike) -> Optional[TraceKind]:
     keys in its first :data:`PEEK_BYTES` (an ET+ names ``chakra_link`` before its
     ``nodes``); None when that part shows none. Costs one read of that part, decompressed."""
     head = read_input(path, PEEK_BYTES)
-    found = sorted((at, index) for index, (key, _) in enumerate(_KEYS_OF)
-                   for at in (head.find(key),) if at >= 0)  # fmt: skip
+    found = sorted(
+        (at, index)
+        for index, (key, _) in enumerate(_KEYS_OF)
+        for at in (head.find(key),)
+        if at >= 0
+    )
     if not found:
         return None
     kind = _KEYS_OF[found[0][1]][1]

@@ -121,8 +121,9 @@ def args_decoder(compact: Optional[type[CompactArgs]]) -> ArgsDecoder:
         return ArgsDecoder(full, full)
     held = msgspec.structs.fields(compact)
     decode_held = msgspec.json.Decoder(_without_checks(compact, held), strict=False).decode
-    other_fields = [f for f in msgspec.structs.fields(KinetoArgs) if f.name not in
-                    compact.__struct_fields__]  # fmt: skip
+    other_fields = [
+        f for f in msgspec.structs.fields(KinetoArgs) if f.name not in compact.__struct_fields__
+    ]
     others = _without_checks(compact, other_fields, "_Not")
     decode_others, none_other = msgspec.json.Decoder(others, strict=False).decode, others()
     astuple = msgspec.structs.astuple

@@ -92,11 +92,23 @@ _DECODER = msgspec.json.Decoder(_RawKinetoTrace, strict=False)
 # Phases and categories of the Chrome trace format and of Kineto: decoded as literals, the
 # same string object comes back for every event (msgspec does not share other strings).
 _PHASES = ("", "X", "B", "E", "i", "I", "s", "t", "f", "M", "C", "b", "n", "e", "P", "O", "N", "D")
-_CATEGORIES = tuple(dict.fromkeys((
-    "", *(v for k, v in vars(Category).items() if not k.startswith("_")), "Trace",
-    "cuda_profiler_range", "overhead", "Operator", "Runtime", "Kernel", "Memcpy", "Memset",
-    "cpu_instant_event",
-)))  # fmt: skip
+_CATEGORIES = tuple(
+    dict.fromkeys(
+        (
+            "",
+            *(v for k, v in vars(Category).items() if not k.startswith("_")),
+            "Trace",
+            "cuda_profiler_range",
+            "overhead",
+            "Operator",
+            "Runtime",
+            "Kernel",
+            "Memcpy",
+            "Memset",
+            "cpu_instant_event",
+        )
+    )
+)
 
 
 class _KnownEvent(_RawEvent, frozen=True, gc=False):

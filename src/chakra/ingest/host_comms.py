@@ -174,16 +174,22 @@ def name_groups(
     canonical = {address: str(base + i) for i, address in enumerate(ranked)}
     notes = []
     if from_table:
-        notes.append(f"{len(from_table)} process groups named by address (1.0.1 style) were "
-                     "matched to the process_group:init table by size and rank")  # fmt: skip
+        notes.append(
+            f"{len(from_table)} process groups named by address (1.0.1 style) were "
+            "matched to the process_group:init table by size and rank"
+        )
     if canonical:
         listed = ", ".join(f"{hex(a)} -> {canonical[a]}" for a in ranked[:8])
-        notes.append(f"{len(canonical)} process groups named by address (1.0.1 style) were "
-                     f"identified by size and order of first use: {listed}")  # fmt: skip
+        notes.append(
+            f"{len(canonical)} process groups named by address (1.0.1 style) were "
+            f"identified by size and order of first use: {listed}"
+        )
     canonical.update(from_table)
     if no_group:
-        notes.append(f"{no_group} communication records name no process group: "
-                     "taken to be the world group '0'")  # fmt: skip
+        notes.append(
+            f"{no_group} communication records name no process group: "
+            "taken to be the world group '0'"
+        )
     if not canonical and not no_group and not by_backend:
         return ops, notes
     return tuple(_named(op, by_backend, canonical) for op in ops), notes

@@ -279,8 +279,9 @@ class HostOp(msgspec.Struct, frozen=True, gc=False):
         ``tid``: another thread's id, for an op that ran there)."""
         values = (self.rf_id or 0, self.fw_parent, self.seq_id, self.scope,
                   self.tid if tid is None else tid, self.fw_tid, self.op_schema)  # fmt: skip
-        return tuple(HostAttr(name, kind, value)
-                     for (name, kind), value in zip(STANDARD_ATTR_TYPES, values))  # fmt: skip
+        return tuple(
+            HostAttr(name, kind, value) for (name, kind), value in zip(STANDARD_ATTR_TYPES, values)
+        )
 
     def comm_attrs(self) -> Sequence[HostAttr]:
         """``record_param_comms`` metadata read from positional inputs (schemas before

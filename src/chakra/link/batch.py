@@ -98,8 +98,10 @@ def host_rank(path: Location) -> int:
     """The rank of a host ET, which records none: from its name (:func:`rank_in_name`)."""
     rank = rank_in_name(name_of(path))
     if rank is None:
-        raise ChakraError(f"{path}: no rank in the name of this host trace (expected rankN, "
-                          f"workerN or a number of at most {MAX_RANK_DIGITS} digits)")  # fmt: skip
+        raise ChakraError(
+            f"{path}: no rank in the name of this host trace (expected rankN, "
+            f"workerN or a number of at most {MAX_RANK_DIGITS} digits)"
+        )
     return rank
 
 
@@ -112,14 +114,21 @@ def device_rank(path: Location) -> int:
     recorded = peek_rank(path, whole_gzip=named is None)
     if recorded is not None:
         if named is not None and named != recorded:
-            logger.warning("%s: the name says rank %d, the trace's distributedInfo %d: using %d",
-                           path, named, recorded, recorded)  # fmt: skip
+            logger.warning(
+                "%s: the name says rank %d, the trace's distributedInfo %d: using %d",
+                path,
+                named,
+                recorded,
+                recorded,
+            )
         return recorded
     rank = rank_in_name(name_of(path))
     if rank is None:
-        raise ChakraError(f"{path}: no rank: no distributedInfo.rank in the trace, and no "
-                          f"rankN, workerN or number of at most {MAX_RANK_DIGITS} digits in "
-                          "its name")  # fmt: skip
+        raise ChakraError(
+            f"{path}: no rank: no distributedInfo.rank in the trace, and no "
+            f"rankN, workerN or number of at most {MAX_RANK_DIGITS} digits in "
+            "its name"
+        )
     return rank
 
 
@@ -131,8 +140,9 @@ def files_by_rank(
     for path in files:
         rank = rank_of(path)
         if rank in by_rank:
-            raise ChakraError(f"{folder}: two files for rank {rank}: "
-                              f"{name_of(by_rank[rank])}, {name_of(path)}")  # fmt: skip
+            raise ChakraError(
+                f"{folder}: two files for rank {rank}: {name_of(by_rank[rank])}, {name_of(path)}"
+            )
         by_rank[rank] = path
     return by_rank
 
@@ -174,13 +184,13 @@ def pair_ranks(
     pairs = []
     for rank, host in sorted(files_by_rank(host_folder, hosts, host_rank).items()):
         if rank not in by_rank:
-            raise ChakraError(f"{device_folder}: rank {rank} has {name_of(host)} but no "
-                              "Kineto trace")  # fmt: skip
+            raise ChakraError(
+                f"{device_folder}: rank {rank} has {name_of(host)} but no Kineto trace"
+            )
         pairs.append(RankPair(rank, host, by_rank.pop(rank)))
     if by_rank:
         unpaired = sorted(by_rank)
-        raise ChakraError(f"{host_folder}: ranks {unpaired} have a Kineto trace but no host "
-                          "trace")  # fmt: skip
+        raise ChakraError(f"{host_folder}: ranks {unpaired} have a Kineto trace but no host trace")
     if not pairs:
         raise ChakraError(f"{host_folder}: no host/Kineto trace pairs found")
     return pairs
@@ -209,8 +219,9 @@ def _run_one(job: _RankJob) -> _RankOutcome:
     group = AtomicGroup(job.owner)
     pair = job.pair
     try:
-        report = link_files(pair.host, pair.device, job.output, job.options, job.coverage,
-                            group=group)  # fmt: skip
+        report = link_files(
+            pair.host, pair.device, job.output, job.options, job.coverage, group=group
+        )
         return _RankOutcome(RankResult(pair.rank, report=report), tuple(group.hand_over()))
     except ChakraError as exc:
         group.discard()

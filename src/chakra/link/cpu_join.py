@@ -54,9 +54,10 @@ def linkable_host_ops(host: HostTrace) -> list[HostOp]:
     """Host ops that Kineto can have recorded: everything but the process and thread roots
     and the process-group table (written when the observer starts)."""
     return [
-        op for op in host.ops
+        op
+        for op in host.ops
         if not (op.is_process_root or op.is_thread_root or op.name == "## process_group:init ##")
-    ]  # fmt: skip
+    ]
 
 
 def join_cpu_ops(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> CpuJoin:
@@ -177,8 +178,13 @@ def _join_by_alignment(ops, events, options, window: Optional[LinkWindow]) -> Cp
             span = (min(e.ts_us or 0 for e in matched), max(e.end_us for e in matched))
             span = (span[0], _next_start(kineto_ops, alignment, span[1]))
     if window is None and span is not None:
-        window = LinkWindow(WindowChoice.ALIGNED_ITERATION, span[0], span[1],
-                            iteration=chosen[0], candidates=chosen[1])  # fmt: skip
+        window = LinkWindow(
+            WindowChoice.ALIGNED_ITERATION,
+            span[0],
+            span[1],
+            iteration=chosen[0],
+            candidates=chosen[1],
+        )
     return CpuJoin(matches=matches, window=window, notes=tuple(notes))
 
 

@@ -31,9 +31,10 @@ from chakra.progress import tracked
 FORMAT = "chakra-et-plus/1"
 _ENCODER = msgspec.json.Encoder()
 _STANDARD_ATTRS_JSON = b",".join(
-    b'{"name":"%s","type":"%s","value":%%%s}' % (name.encode(), kind.encode(), b"s" if
-    kind == "string" else b"d") for name, kind in STANDARD_ATTR_TYPES
-)  # fmt: skip
+    b'{"name":"%s","type":"%s","value":%%%s}'
+    % (name.encode(), kind.encode(), b"s" if kind == "string" else b"d")
+    for name, kind in STANDARD_ATTR_TYPES
+)
 
 
 def _attrs(op: HostOp, extras: dict[int, bytes], tid: Optional[int] = None) -> msgspec.Raw:
@@ -62,10 +63,13 @@ def host_node_untimed(op: HostOp, extras: Optional[dict[int, bytes]] = None) -> 
     """The ET+ form of a host op, before any timing is added. ``extras``: a cache shared by
     the calls of one write (see :func:`_attrs`)."""
     return {
-        "id": op.id, "name": op.name, "ctrl_deps": op.parent_id,
-        "inputs": op.inputs.normalized(), "outputs": op.outputs.normalized(),
+        "id": op.id,
+        "name": op.name,
+        "ctrl_deps": op.parent_id,
+        "inputs": op.inputs.normalized(),
+        "outputs": op.outputs.normalized(),
         "attrs": _attrs(op, {} if extras is None else extras),
-    }  # fmt: skip
+    }
 
 
 def host_node(
@@ -97,12 +101,17 @@ def _collective(gpu: GpuNode) -> Optional[dict[str, Any]]:
     if args.collective_name is None and args.pg_name is None:
         return None
     return {
-        "name": args.collective_name, "dtype": args.dtype,
-        "in_msg_nelems": args.in_msg_nelems, "out_msg_nelems": args.out_msg_nelems,
-        "group_size": args.group_size, "pg_name": args.pg_name, "pg_desc": args.pg_desc,
-        "pg_ranks": args.pg_ranks, "in_split_size": args.in_split_size,
+        "name": args.collective_name,
+        "dtype": args.dtype,
+        "in_msg_nelems": args.in_msg_nelems,
+        "out_msg_nelems": args.out_msg_nelems,
+        "group_size": args.group_size,
+        "pg_name": args.pg_name,
+        "pg_desc": args.pg_desc,
+        "pg_ranks": args.pg_ranks,
+        "in_split_size": args.in_split_size,
         "out_split_size": args.out_split_size,
-    }  # fmt: skip
+    }
 
 
 def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> dict[str, Any]:
@@ -189,6 +198,13 @@ def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
     host = linked.host
     nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
     link = LinkInfo(format=FORMAT, rank=linked.device.rank, dependencies=list(linked.edges))
-    return EtPlusTrace(path=host.path, schema=host.schema, pid=host.pid, time=host.time,
-                       start_ts=host.start_ts, finish_ts=host.finish_ts, nodes=nodes,
-                       link=link)  # fmt: skip
+    return EtPlusTrace(
+        path=host.path,
+        schema=host.schema,
+        pid=host.pid,
+        time=host.time,
+        start_ts=host.start_ts,
+        finish_ts=host.finish_ts,
+        nodes=nodes,
+        link=link,
+    )

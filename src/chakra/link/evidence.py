@@ -82,8 +82,9 @@ def event_wait_edges(
             src = index.last_launched_before(key, record.ts_us or 0)
             dst = index.first_launched_after((key[0], sync.stream), wait.ts_us or 0)
             if src is not None and dst is not None:
-                edges.append(Edge(EdgeKind.EVENT_WAIT, src.node_id, dst.node_id, wait.name,
-                                  wait.correlation))  # fmt: skip
+                edges.append(
+                    Edge(EdgeKind.EVENT_WAIT, src.node_id, dst.node_id, wait.name, wait.correlation)
+                )
     waits = sum(1 for e in device.runtime_calls if runtime_kind(e.name) is RuntimeKind.STREAM_WAIT)
     if waits and not any(s.args.sync_kind == SyncKind.STREAM_WAIT_EVENT for s in device.cuda_syncs):
         notes.append(
@@ -110,8 +111,10 @@ def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes) 
         instant = record.ts_us or 0 if record is not None else instant
     else:
         if kind is RuntimeKind.SYNC_STREAM:
-            notes.append(f"{call.name} (correlation {call.correlation}): stream unknown, "
-                         "treated as a device-wide sync")  # fmt: skip
+            notes.append(
+                f"{call.name} (correlation {call.correlation}): stream unknown, "
+                "treated as a device-wide sync"
+            )
         keys = list(index.by_stream)
     found = (index.last_launched_before(key, instant) for key in keys)
     return [node for node in found if node is not None]
@@ -154,13 +157,24 @@ def host_sync_edges(
     for call in device.runtime_calls:
         if runtime_kind(call.name) not in kinds and not _waits_for_its_copy(call, by_correlation):
             continue
-        sources = _sync_sources(call, syncs.get(call.correlation), index, calls,
-                                by_correlation, notes)  # fmt: skip
+        sources = _sync_sources(
+            call, syncs.get(call.correlation), index, calls, by_correlation, notes
+        )
         dst = timeline.next_after(call)
         host = timeline.enclosing(call)
         for node in sources:
-            edges.append(Edge(EdgeKind.HOST_SYNC, node.node_id, dst, call.name, call.correlation,
-                              call.ts_us, call.end_us, host))  # fmt: skip
+            edges.append(
+                Edge(
+                    EdgeKind.HOST_SYNC,
+                    node.node_id,
+                    dst,
+                    call.name,
+                    call.correlation,
+                    call.ts_us,
+                    call.end_us,
+                    host,
+                )
+            )
     return edges
 
 

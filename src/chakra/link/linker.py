@@ -83,10 +83,13 @@ def link_traces(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> L
     ops, and collect every dependency the traces show (see docs/design.md, "Linking").
     Big traces report their progress (:mod:`chakra.progress`), a step at a time."""
     size = len(host.ops) + len(device.cpu_ops) + len(device.gpu_ops)
-    detail = (f"{len(host.ops):,} host ops, {len(device.cpu_ops):,} Kineto CPU ops, "
-              f"{len(device.gpu_ops):,} GPU ops")  # fmt: skip
-    linking = phase(f"linking {host.path} with {device.path}", size, detail=detail,
-                    total=_STEPS, unit=STEPS)  # fmt: skip
+    detail = (
+        f"{len(host.ops):,} host ops, {len(device.cpu_ops):,} Kineto CPU ops, "
+        f"{len(device.gpu_ops):,} GPU ops"
+    )
+    linking = phase(
+        f"linking {host.path} with {device.path}", size, detail=detail, total=_STEPS, unit=STEPS
+    )
     with gc_paused(), linking as progress:  # builds acyclic values only: json_input.gc_paused
         return _link(host, device, options, progress)
 
@@ -119,8 +122,7 @@ def _link(
     progress.step("checking dependencies against the measured times")
     gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, all_edges, first_gpu_id)
     host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
-    contradictions, edges = edge_contradictions([*gpu_edges, *thread_edges], host_times,
-                                                gpu_nodes)  # fmt: skip
+    contradictions, edges = edge_contradictions([*gpu_edges, *thread_edges], host_times, gpu_nodes)
     if contradictions:
         shown = ", ".join(f"{count} {kind}" for kind, count in contradictions.items())
         notes.append(f"evidence contradicting the measured times (not written): {shown}")

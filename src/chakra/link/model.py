@@ -60,12 +60,16 @@ class LinkWindow(msgspec.Struct, frozen=True):
         if self.choice is WindowChoice.PROFILER_STEP:
             return f"ProfilerStep#{self.step}"
         if self.choice is WindowChoice.ALIGNED_ITERATION:
-            return (f"aligned iteration {self.iteration} of {self.candidates} equally matching, "
-                    f"starting at ts {self.start_us} us")  # fmt: skip
+            return (
+                f"aligned iteration {self.iteration} of {self.candidates} equally matching, "
+                f"starting at ts {self.start_us} us"
+            )
         text = f"span of the host ET's ops ({self.start_us} to {self.end_us} us)"
         if self.candidates > 1:
-            text += (f", iteration {self.iteration} of {self.candidates} matching equally in "
-                     "program order")  # fmt: skip
+            text += (
+                f", iteration {self.iteration} of {self.candidates} matching equally in "
+                "program order"
+            )
         return text
 
 

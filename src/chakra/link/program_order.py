@@ -72,8 +72,9 @@ def join_by_program_order(
     for tid in sorted(host_threads, key=lambda t: host_threads[t][0].id):
         host_ops = host_threads[tid]
         names = [op.name for op in host_ops]
-        placement = _best_placement(names, kineto_threads, used, span, iteration if span is None
-                                    else None)  # fmt: skip
+        placement = _best_placement(
+            names, kineto_threads, used, span, iteration if span is None else None
+        )
         if placement is None or placement.score < MIN_AGREEMENT * len(host_ops):
             continue
         if span is None:
@@ -87,8 +88,10 @@ def join_by_program_order(
         paired = _pairs(host_ops, placement)
         matches.update(paired)
         if span is None and paired:
-            span = (min(e.ts_us or 0 for e in paired.values()),
-                    max(e.end_us for e in paired.values()))  # fmt: skip
+            span = (
+                min(e.ts_us or 0 for e in paired.values()),
+                max(e.end_us for e in paired.values()),
+            )
     return ProgramOrderJoin(matches=matches, span=span, notes=tuple(notes), choice=choice)
 
 

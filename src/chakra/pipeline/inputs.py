@@ -43,8 +43,9 @@ def _host_traces(candidates: list[Location]) -> list[Location]:
             hosts.append(path)
         else:
             what = kind.value if kind is not None else "no trace recognised"
-            logger.warning("%s: named like a host execution trace but is not one (%s): skipped",
-                           path, what)  # fmt: skip
+            logger.warning(
+                "%s: named like a host execution trace but is not one (%s): skipped", path, what
+            )
     return hosts
 
 

@@ -49,11 +49,13 @@ class OutputFiles(msgspec.Struct, frozen=True):
 def agreement_entry(agreement: Agreement, rewritten: list[int]) -> dict[str, Any]:
     """What the cross-rank step filled (rewriting those ranks' ``.et``) and found."""
     return {
-        "counts": agreement.counts, "notes": agreement.notes,
-        "groups_compared": agreement.compared, "groups_not_compared": agreement.not_compared,
+        "counts": agreement.counts,
+        "notes": agreement.notes,
+        "groups_compared": agreement.compared,
+        "groups_not_compared": agreement.not_compared,
         "disagreements": [d.message() for d in agreement.disagreements],
         "ranks_rewritten": rewritten,
-    }  # fmt: skip
+    }
 
 
 def write_outputs(

@@ -66,8 +66,11 @@ def rank_outputs(
     folder: Location, rank: int, et_prefix: str = ET_PREFIX
 ) -> tuple[Location, Location, Location]:
     """``(et_plus, et, report)`` locations of one rank in the output folder."""
-    return (join(folder, f"rank{rank}.et_plus.json"), join(folder, f"{et_prefix}.{rank}.et"),
-            join(folder, f"rank{rank}.report.json"))  # fmt: skip
+    return (
+        join(folder, f"rank{rank}.et_plus.json"),
+        join(folder, f"{et_prefix}.{rank}.et"),
+        join(folder, f"rank{rank}.report.json"),
+    )
 
 
 def digest_inputs(inputs: tuple[Location, ...]) -> tuple[FileDigest, ...]:
@@ -85,8 +88,13 @@ def write_rank_report(
     """Store one rank's manifest (atomically, after its ``outputs`` are complete): its
     report ``entry``, the ``options`` and ``inputs`` (digests) that made it, and the
     digests of ``outputs`` (et_plus, et) as they are now."""
-    manifest = Manifest(VERSION, msgspec.to_builtins(options), inputs,
-                        tuple(file_digest(output) for output in outputs), entry)  # fmt: skip
+    manifest = Manifest(
+        VERSION,
+        msgspec.to_builtins(options),
+        inputs,
+        tuple(file_digest(output) for output in outputs),
+        entry,
+    )
     with atomic_output(path, compress=False) as out:
         out.write(msgspec.json.format(msgspec.json.encode(manifest), indent=2))
 

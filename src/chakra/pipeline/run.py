@@ -158,8 +158,15 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
             def submit(job: Any) -> Any:
                 return client.submit(_link_and_convert, job, pure=False)
 
-            return run_bounded(work, estimates, submit, dask_wait(), max_in_flight=len(work),
-                               budget_bytes=budget, on_done=on_done)  # fmt: skip
+            return run_bounded(
+                work,
+                estimates,
+                submit,
+                dask_wait(),
+                max_in_flight=len(work),
+                budget_bytes=budget,
+                on_done=on_done,
+            )
     if execution.jobs <= 1:
         results = []
         for job in work:
@@ -171,8 +178,15 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
         def submit_local(job: Any) -> Any:
             return pool.submit(_link_and_convert, job)
 
-        return run_bounded(work, estimates, submit_local, wait, max_in_flight=execution.jobs,
-                           budget_bytes=budget, on_done=on_done)  # fmt: skip
+        return run_bounded(
+            work,
+            estimates,
+            submit_local,
+            wait,
+            max_in_flight=execution.jobs,
+            budget_bytes=budget,
+            on_done=on_done,
+        )
 
 
 def _prepare(
@@ -184,15 +198,20 @@ def _prepare(
     for files in ranks:
         entry = None
         if execution.resume:
-            entry = reusable_entry(folder, files.rank, (files.host, files.device), options,
-                                   options.et_prefix)  # fmt: skip
+            entry = reusable_entry(
+                folder, files.rank, (files.host, files.device), options, options.et_prefix
+            )
         if entry is not None:
             reused.append(entry)
         else:
             work.append((files, folder, options))
     if reused:
-        logger.info("reusing %d of %d ranks from an earlier run (same inputs, options and "
-                    "outputs, by content)", len(reused), len(ranks))  # fmt: skip
+        logger.info(
+            "reusing %d of %d ranks from an earlier run (same inputs, options and "
+            "outputs, by content)",
+            len(reused),
+            len(ranks),
+        )
     bar = _progress(len(work))
 
     def on_done(_: Any) -> None:
@@ -255,9 +274,11 @@ def run_pipeline(
     output_dir = location(output_dir)
     _check_inputs(ranks)
     _refuse_overwriting(ranks, output_dir, et_prefix)
-    rank_options = RankOptions(options or LinkOptions(),
-                               ConvertOptions(process_group_metadata=process_group_metadata),
-                               et_prefix)  # fmt: skip
+    rank_options = RankOptions(
+        options or LinkOptions(),
+        ConvertOptions(process_group_metadata=process_group_metadata),
+        et_prefix,
+    )
     with output_folder(output_dir):  # a fresh folder: removed when the run fails
         if isinstance(output_dir, Path):
             remove_stale_temporaries(output_dir)
@@ -283,11 +304,25 @@ def _stages(
     replay = simulate_files(ets, options=SimOptions(explain=True))
     reports = rank_reports(prepared, replay)
     scenarios = None if what_if is None else tuple(what_if)
-    files = write_outputs(replay, reports, agreement_entry(agreement, rewritten), output_dir,
-                          OutputOptions(plot, html, scenarios))  # fmt: skip
-    return PipelineResult(output_dir, reports, files.timeline, files.plot, files.report,
-                          reused, join(output_dir, et_prefix), groups, files.html,
-                          files.what_if)  # fmt: skip
+    files = write_outputs(
+        replay,
+        reports,
+        agreement_entry(agreement, rewritten),
+        output_dir,
+        OutputOptions(plot, html, scenarios),
+    )
+    return PipelineResult(
+        output_dir,
+        reports,
+        files.timeline,
+        files.plot,
+        files.report,
+        reused,
+        join(output_dir, et_prefix),
+        groups,
+        files.html,
+        files.what_if,
+    )
 
 
 def _check_inputs(ranks: list[RankFiles]) -> None:

@@ -115,16 +115,29 @@ def agree(ranks: Sequence[Sequence[CommRecord]]) -> Agreement:
     if unplaced:
         notes.append(f"{unplaced} communication nodes in no process group could not be placed")
     unpaired = _unpaired(ranks, fills)
-    return Agreement({r: f for r, f in fills.items() if f}, disagreements, compared,
-                     not_compared, notes, dict(counts), groups, unpaired)  # fmt: skip
+    return Agreement(
+        {r: f for r, f in fills.items() if f},
+        disagreements,
+        compared,
+        not_compared,
+        notes,
+        dict(counts),
+        groups,
+        unpaired,
+    )
 
 
 def _unpaired(ranks: Sequence[Sequence[CommRecord]], fills: dict) -> dict[int, list[int]]:
     """The send/recv nodes of each rank left without ends once ``fills`` are applied."""
     unpaired = {}
     for rank, records in enumerate(ranks):
-        left = [r.node_id for r in records if r.kind == P2P and not r.has_ends
-                and fills[rank].get(r.node_id, Fill()).comm_src is None]  # fmt: skip
+        left = [
+            r.node_id
+            for r in records
+            if r.kind == P2P
+            and not r.has_ends
+            and fills[rank].get(r.node_id, Fill()).comm_src is None
+        ]
         if left:
             unpaired[rank] = left
     return unpaired
@@ -159,7 +172,8 @@ def _fill_ends(lined: dict[str, dict[int, list[CommRecord]]], groups: dict[str, 
                 src, dst = (rank, peer) if send else (peer, rank)
                 before = fills[rank].get(record.node_id, Fill())
                 fills[rank][record.node_id] = msgspec.structs.replace(
-                    before, comm_src=src, comm_dst=dst, comm_tag=sent[send])  # fmt: skip
+                    before, comm_src=src, comm_dst=dst, comm_tag=sent[send]
+                )
                 sent[send] += 1
                 counts["send/recv ends filled from the group's two ranks"] += 1
 
@@ -189,10 +203,17 @@ def _split_groups(ranks: Sequence[Sequence[CommRecord]], counts: Counter, notes:
         next_number += len(blocks) - 1
         counts["groups split by consecutive ranks"] += len(blocks)
         shown = ", ".join(f"{renamed[(pg, b[0])]}: ranks {b}" for b in blocks)
-        notes.append(f"group {pg!r} of {size} members is used by {len(members)} ranks: "
-                     f"taken as groups of consecutive ranks ({shown})")  # fmt: skip
-    return [[renamed.get((r.pg_name, rank), r.pg_name) if r.pg_name is not None else None
-             for r in records] for rank, records in enumerate(ranks)]  # fmt: skip
+        notes.append(
+            f"group {pg!r} of {size} members is used by {len(members)} ranks: "
+            f"taken as groups of consecutive ranks ({shown})"
+        )
+    return [
+        [
+            renamed.get((r.pg_name, rank), r.pg_name) if r.pg_name is not None else None
+            for r in records
+        ]
+        for rank, records in enumerate(ranks)
+    ]
 
 
 def _place_orphans(ranks: Sequence[Sequence[CommRecord]], names: list, counts: Counter) -> list:
@@ -253,4 +274,5 @@ def _align(pg: str, by_rank: dict[int, list[CommRecord]], fills: dict, disagreem
             if comm_type is not None or size is not None:
                 before = fills[rank].get(record.node_id, Fill())
                 fills[rank][record.node_id] = msgspec.structs.replace(
-                    before, comm_type=comm_type, size=size)  # fmt: skip
+                    before, comm_type=comm_type, size=size
+                )

@@ -45,7 +45,9 @@ def record_of(node: Any) -> Any:
     ranks = get_attr(node, "pg_ranks")
     on_gpu = not get_attr(node, "is_cpu_op", True) and stream is not None
     return CommRecord(
-        node.id, node.name, kind,
+        node.id,
+        node.name,
+        kind,
         int(comm_type) if kind != P2P and isinstance(comm_type, int) else None,
         size if isinstance(size, int) else 0,
         pg if isinstance(pg, str) and pg else None,
@@ -55,7 +57,7 @@ def record_of(node: Any) -> Any:
         tuple(ranks) if isinstance(ranks, list) and ranks else None,
         get_attr(node, "comm_src") is not None and get_attr(node, "comm_dst") is not None,
         None if kind != P2P else node.type == NodeType.COMM_SEND_NODE,
-    )  # fmt: skip
+    )
 
 
 def recording(nodes: Iterable[Any], records: list[CommRecord]) -> Iterator[Any]:

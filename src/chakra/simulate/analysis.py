@@ -68,7 +68,7 @@ class ScaleRule(msgspec.Struct, frozen=True):
         if self.target in CLASSES:
             return _class_mask(graph, self.target)
         if self.target.startswith("name:"):
-            name = self.target[len("name:"):]  # fmt: skip
+            name = self.target[len("name:") :]
             return np.fromiter((n == name for n in graph.names), bool, len(graph.names))
         pattern = "".join({"[": "[[]", "]": "[]]"}.get(c, c) for c in self.target)
         literal = not any(c in self.target for c in "*?")
@@ -199,13 +199,32 @@ def log_reference_lines(result: SimResult) -> None:
             # a thread's tid, a stream's id, a slot's name (None: no resource)
             number = held.number if held is not None else None
             if held is not None and held.is_stream:
-                logger.debug("Issuing GPU Node ID %d (%s) at %dus on stream %s with duration "
-                             "%dus, tid: stream %s", node_id, name, start[node], number,
-                             duration, number)  # fmt: skip
-                logger.debug("GPU Node ID %d on stream %s completed at %dus, tid: stream %s",
-                             node_id, number, end[node], number)  # fmt: skip
+                logger.debug(
+                    "Issuing GPU Node ID %d (%s) at %dus on stream %s with duration "
+                    "%dus, tid: stream %s",
+                    node_id,
+                    name,
+                    start[node],
+                    number,
+                    duration,
+                    number,
+                )
+                logger.debug(
+                    "GPU Node ID %d on stream %s completed at %dus, tid: stream %s",
+                    node_id,
+                    number,
+                    end[node],
+                    number,
+                )
             else:
-                logger.debug("Issuing CPU Node ID %d (%s) at %dus with duration %dus, tid: %s",
-                             node_id, name, start[node], duration, number)  # fmt: skip
-                logger.debug("CPU Node ID %d completed at %dus, tid: %s", node_id, end[node],
-                             number)  # fmt: skip
+                logger.debug(
+                    "Issuing CPU Node ID %d (%s) at %dus with duration %dus, tid: %s",
+                    node_id,
+                    name,
+                    start[node],
+                    duration,
+                    number,
+                )
+                logger.debug(
+                    "CPU Node ID %d completed at %dus, tid: %s", node_id, end[node], number
+                )

@@ -106,10 +106,15 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
         if comm_type == CollectiveCommType.BROADCAST:  # as ASTRA-sim does
             logger.debug("rank %d: %d BROADCAST node(s) replay their duration", rank, count)
         else:
-            logger.warning("rank %d: %d %s node(s) replay their duration, though ASTRA-sim "
-                           "fails on them", rank, count, _type_name(comm_type))  # fmt: skip
-    return assemble_graph(rank, ids, names, durations, measured, resource, resources, deps,
-                          dep_start, comm)  # fmt: skip
+            logger.warning(
+                "rank %d: %d %s node(s) replay their duration, though ASTRA-sim fails on them",
+                rank,
+                count,
+                _type_name(comm_type),
+            )
+    return assemble_graph(
+        rank, ids, names, durations, measured, resource, resources, deps, dep_start, comm
+    )
 
 
 def _duration_us(kind: int, duration_micros: int) -> float:

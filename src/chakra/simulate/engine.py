@@ -78,8 +78,9 @@ class Engine:
         times = sweep(self.graphs, self.network, orders, offsets)
         if times is None:
             per_resource = [resource_orders(g, order) for g, order in zip(self.graphs, orders)]
-            EventSimulation(self.graphs, self.network, per_resource, offsets, self.start,
-                            self.end).run()  # fmt: skip
+            EventSimulation(
+                self.graphs, self.network, per_resource, offsets, self.start, self.end
+            ).run()
             return
         for r, (starts, ends) in enumerate(times):
             self.start[r] = array("d", starts.tobytes())

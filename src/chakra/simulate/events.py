@@ -91,8 +91,10 @@ class EventSimulation:
         if len(meeting.arrivals) < len(meeting.members):
             return
         begin = max(t for t, _ in meeting.arrivals.values())
-        recorded = {rank: self.graphs[self._rank_index[rank]].recorded(n)
-                    for rank, (_, n) in meeting.arrivals.items()}  # fmt: skip
+        recorded = {
+            rank: self.graphs[self._rank_index[rank]].recorded(n)
+            for rank, (_, n) in meeting.arrivals.items()
+        }
         ends = member_ends(key, len(meeting.members), begin, recorded, self.network)
         for rank, (arrived, n) in sorted(meeting.arrivals.items()):
             self._begin(self._rank_index[rank], n, arrived, ends[rank])

@@ -65,8 +65,7 @@ def member_ends(
     if min(starts) < 0:
         shortest = min(r.duration_us for r in recorded.values())
         return dict.fromkeys(recorded, begin + shortest)
-    unscaled = {rank: r.duration_us / r.factor if r.factor else 0.0
-                for rank, r in recorded.items()}  # fmt: skip
+    unscaled = {rank: r.duration_us / r.factor if r.factor else 0.0 for rank, r in recorded.items()}
     shortest = min(unscaled.values())
     last = max(starts)
     ends = {}

@@ -130,9 +130,18 @@ def build_graph(nodes: Iterable[Any], rank: int = 0, serialize_gpu: bool = False
     finally:
         if collecting:
             gc.enable()
-    graph = assemble_graph(rank, reader.ids, reader.names, reader.durations, reader.measured,
-                           reader.resource, reader.resources, reader.deps,
-                           reader.dep_start, reader.comm)  # fmt: skip
+    graph = assemble_graph(
+        rank,
+        reader.ids,
+        reader.names,
+        reader.durations,
+        reader.measured,
+        reader.resource,
+        reader.resources,
+        reader.deps,
+        reader.dep_start,
+        reader.comm,
+    )
     check_durations(reader.durations, reader.ids, reader.names)
     return msgspec.structs.replace(graph, parent_id=reader.parent_id, segment_of=reader.segment_of)
 
@@ -155,8 +164,20 @@ def assemble_graph(rank: int, ids: array, names: list[str], durations: array, me
             f"unknown node {deps[missing]}"
         )
     succs, succ_start = successor_rows(positions, dep_start)
-    return SimGraph(rank, ids, names, durations, resource, resources, to_array(positions),
-                    dep_start, succs, succ_start, measured, comm)  # fmt: skip
+    return SimGraph(
+        rank,
+        ids,
+        names,
+        durations,
+        resource,
+        resources,
+        to_array(positions),
+        dep_start,
+        succs,
+        succ_start,
+        measured,
+        comm,
+    )
 
 
 def repeated_id_error(rank: int, ids: array) -> Optional[SimulationError]:
@@ -320,6 +341,7 @@ class _NodeReader:
         comm_type = values.get("comm_type")
         count = self.group_count.get(pg, 0)
         is_coll = node_type == _COLL and comm_type is not None
-        self.comm[position] = CommKey(pg, count, int(comm_type) if is_coll else -1,
-                                      int(values.get("comm_size") or 0))  # fmt: skip
+        self.comm[position] = CommKey(
+            pg, count, int(comm_type) if is_coll else -1, int(values.get("comm_size") or 0)
+        )
         self.group_count[pg] = count + 1

@@ -109,8 +109,9 @@ def _panel(axis: Any, graph: SimGraph, starts: np.ndarray, ends: np.ndarray, ori
         nodes = np.flatnonzero((resource == slot) & known).tolist()
         busy = np.asarray(utilisation(starts, ends, nodes, origin, span))
         color = "tab:blue" if graph.resources[slot].is_host else "tab:orange"
-        axis.fill_between(centers, row, row + BAND * np.minimum(busy, 1.0), step="mid",
-                          color=color, linewidth=0)  # fmt: skip
+        axis.fill_between(
+            centers, row, row + BAND * np.minimum(busy, 1.0), step="mid", color=color, linewidth=0
+        )
     axis.set_yticks([row + BAND / 2 for row in range(len(order))])
     axis.set_yticklabels([graph.resources[k].plot_label for k in order], fontsize="small")
     axis.set_ylim(0, max(len(order), 1))

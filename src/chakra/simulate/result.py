@@ -48,8 +48,9 @@ def rank_results(result: SimResult, explain: bool = False) -> list[RankResult]:
             for k, res in enumerate(graph.resources)
         ]
         measured = _measured(graph)
-        rank = RankResult(graph.rank, len(graph.ids), makespan, measured,
-                          _error(makespan, measured), uses)  # fmt: skip
+        rank = RankResult(
+            graph.rank, len(graph.ids), makespan, measured, _error(makespan, measured), uses
+        )
         if model is not None:
             alone = _makespan(model, r)
             rank = msgspec.structs.replace(

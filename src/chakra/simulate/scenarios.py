@@ -63,8 +63,9 @@ class Scenario(msgspec.Struct, frozen=True):
 
 
 def _default(name: str, rules: str, description: str) -> Scenario:
-    return Scenario(name, tuple(ScaleRule.parse(r) for r in rules.split(",")),
-                    description=description)  # fmt: skip
+    return Scenario(
+        name, tuple(ScaleRule.parse(r) for r in rules.split(",")), description=description
+    )
 
 
 #: What a performance engineer asks first, in the classes of ``ScaleRule``: ``gpu`` every
@@ -171,12 +172,23 @@ def run_scenarios(
             note = f"skipped: {_no_match(unmatched, ' ')}"
             if not adapt:
                 logger.warning("what-if %r %s", scenario.name, note)
-            out.append(WhatIf(scenario.name, [rule.text for rule in scenario.rules], counts,
-                              [], note=note, description=scenario.description))  # fmt: skip
+            out.append(
+                WhatIf(
+                    scenario.name,
+                    [rule.text for rule in scenario.rules],
+                    counts,
+                    [],
+                    note=note,
+                    description=scenario.description,
+                )
+            )
             continue
         result = run_what_if(replay, kept, scenario.network, scenario.name)
         note = f"left out {_no_match(unmatched, ', which ')}" if unmatched else None
         out.append(msgspec.structs.replace(result, note=note, description=scenario.description))
-    logger.info("what-if: %d scenarios, %d run (one simulation each)", len(out),
-                sum(1 for w in out if w.ranks))  # fmt: skip
+    logger.info(
+        "what-if: %d scenarios, %d run (one simulation each)",
+        len(out),
+        sum(1 for w in out if w.ranks),
+    )
     return out

@@ -124,9 +124,14 @@ def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, in
 def _thread_meta(pid: int, tid: int, name: str) -> list[dict[str, Any]]:
     return [
         {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}},
-        {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-         "args": {"sort_index": tid}},
-    ]  # fmt: skip
+        {
+            "ph": "M",
+            "name": "thread_sort_index",
+            "pid": pid,
+            "tid": tid,
+            "args": {"sort_index": tid},
+        },
+    ]
 
 
 def _slice_event(graph: SimGraph, pid: int, piece: Slice) -> dict[str, Any]:
@@ -137,9 +142,16 @@ def _slice_event(graph: SimGraph, pid: int, piece: Slice) -> dict[str, Any]:
         args["cut_ns"] = piece.cut_ns
     if piece.moved_ns:
         args["moved_ns"] = piece.moved_ns
-    return {"ph": "X", "cat": "op", "name": graph.names[piece.node], "pid": pid,
-            "tid": piece.tid, "ts": to_us(piece.begin_ns),
-            "dur": to_us(piece.end_ns - piece.begin_ns), "args": args}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": "op",
+        "name": graph.names[piece.node],
+        "pid": pid,
+        "tid": piece.tid,
+        "ts": to_us(piece.begin_ns),
+        "dur": to_us(piece.end_ns - piece.begin_ns),
+        "args": args,
+    }
 
 
 def _single(graph: SimGraph, spans: Sequence[tuple[int, int]]) -> list[Slice]:
@@ -171,8 +183,10 @@ def whole_ops(graph: SimGraph, spans: Sequence[tuple[int, int]]) -> list[Slice]:
             begin[up] = min(begin[up], begin[head])
             end[up] = max(end[up], end[head])
     resource = graph.resource
-    return [Slice(resource[head], begin[head], end[head], head, tuple(nodes))
-            for head, nodes in members.items()]  # fmt: skip
+    return [
+        Slice(resource[head], begin[head], end[head], head, tuple(nodes))
+        for head, nodes in members.items()
+    ]
 
 
 def _same_resource_parents(graph: SimGraph, leader: list[int],
@@ -214,8 +228,9 @@ def _pack_unheld(slices: list[Slice], first_lane: int) -> tuple[list[Slice], int
     """Slices of nodes that hold no resource spread over lanes ``first_lane``, ... so that
     none overlaps another on its lane; returns the slices and the number of lanes."""
     held = [s for s in slices if s.tid != NO_RESOURCE]
-    unheld = sorted((s for s in slices if s.tid == NO_RESOURCE),
-                    key=lambda s: (s.begin_ns, s.end_ns, s.node))  # fmt: skip
+    unheld = sorted(
+        (s for s in slices if s.tid == NO_RESOURCE), key=lambda s: (s.begin_ns, s.end_ns, s.node)
+    )
     lane_end: list[int] = []
     for piece in unheld:
         lane = next((k for k, e in enumerate(lane_end) if e <= piece.begin_ns), len(lane_end))
@@ -282,7 +297,16 @@ def _critical_track(result: SimResult, r: int, spans: Sequence[tuple[int, int]])
         begin = max(begin, last)  # consecutive on the chain: never overlapping
         end = max(end, begin)
         last = end
-        events.append({"ph": "X", "cat": "critical_path", "name": graph.names[node],
-                       "pid": graph.rank, "tid": tid, "ts": to_us(begin), "dur": to_us(end - begin),
-                       "args": {"node_id": graph.ids[node]}})  # fmt: skip
+        events.append(
+            {
+                "ph": "X",
+                "cat": "critical_path",
+                "name": graph.names[node],
+                "pid": graph.rank,
+                "tid": tid,
+                "ts": to_us(begin),
+                "dur": to_us(end - begin),
+                "args": {"node_id": graph.ids[node]},
+            }
+        )
     return events

@@ -52,10 +52,12 @@ def flow_events(result: SimResult) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for r, graph in enumerate(result.graphs):
         for source, target, kind in _edges(graph):
-            events += _flow(len(events), kind, (graph.rank, graph.resource[source],
-                            _mid(result, r, source)),
-                            (graph.rank, graph.resource[target],
-                             _mid(result, r, target)))  # fmt: skip
+            events += _flow(
+                len(events),
+                kind,
+                (graph.rank, graph.resource[source], _mid(result, r, source)),
+                (graph.rank, graph.resource[target], _mid(result, r, target)),
+            )
     for last, other in _meetings(result):
         events += _flow(len(events), "collective", last, other)
     return events
@@ -69,11 +71,26 @@ def _flow(count: int, kind: str, source: tuple, target: tuple) -> list[dict[str,
     flow_id = count // 2 + 1
     (spid, stid, sts), (tpid, ttid, tts) = source, target
     return [
-        {"ph": "s", "id": flow_id, "cat": "flow", "name": kind, "pid": spid, "tid": stid,
-         "ts": to_us(sts)},
-        {"ph": "f", "bp": "e", "id": flow_id, "cat": "flow", "name": kind, "pid": tpid,
-         "tid": ttid, "ts": to_us(tts)},
-    ]  # fmt: skip
+        {
+            "ph": "s",
+            "id": flow_id,
+            "cat": "flow",
+            "name": kind,
+            "pid": spid,
+            "tid": stid,
+            "ts": to_us(sts),
+        },
+        {
+            "ph": "f",
+            "bp": "e",
+            "id": flow_id,
+            "cat": "flow",
+            "name": kind,
+            "pid": tpid,
+            "tid": ttid,
+            "ts": to_us(tts),
+        },
+    ]
 
 
 def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
@@ -86,14 +103,14 @@ def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
         if resource[node] == NO_RESOURCE:
             continue
         seen: set[int] = set()
-        todo = list(preds[start[node]:start[node + 1]])  # fmt: skip
+        todo = list(preds[start[node] : start[node + 1]])
         while todo:
             pred = todo.pop()
             if pred in seen:
                 continue
             seen.add(pred)
             if resource[pred] == NO_RESOURCE:
-                todo += preds[start[pred]:start[pred + 1]]  # fmt: skip
+                todo += preds[start[pred] : start[pred + 1]]
                 continue
             same = resource[pred] == resource[node]
             kind = edge_kind(keys[resource[pred]], keys[resource[node]], same)
@@ -113,10 +130,13 @@ def _meetings(result: SimResult) -> list[tuple[tuple, tuple]]:
         if len(members) < 2:
             continue
         last = max(members, key=lambda m: (result.start[m[0]][m[1]], m))
-        where = [(result.graphs[r].rank, result.graphs[r].resource[n], _mid(result, r, n))
-                 for r, n in (last, *members)]  # fmt: skip
+        where = [
+            (result.graphs[r].rank, result.graphs[r].resource[n], _mid(result, r, n))
+            for r, n in (last, *members)
+        ]
         if where[0][1] == NO_RESOURCE:
             continue
-        out += [(where[0], w) for m, w in zip(members, where[1:])
-                if m != last and w[1] != NO_RESOURCE]  # fmt: skip
+        out += [
+            (where[0], w) for m, w in zip(members, where[1:]) if m != last and w[1] != NO_RESOURCE
+        ]
     return out

@@ -26,8 +26,9 @@ def run_graphs(
     SimulationError for a graph that cannot run (a cycle, a deadlock)."""
     engine = Engine(graphs, network) if ring is None else AstraEngine(graphs, ring)
     engine.run()
-    return SimResult(tuple(engine.graphs), frozen_times(engine.start), frozen_times(engine.end),
-                     network, ring)  # fmt: skip
+    return SimResult(
+        tuple(engine.graphs), frozen_times(engine.start), frozen_times(engine.end), network, ring
+    )
 
 
 def rerun(result: SimResult, graphs: Sequence[SimGraph]) -> SimResult:

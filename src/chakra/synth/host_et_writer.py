@@ -96,11 +96,15 @@ def legacy_comm_inputs(call: CollectiveCall, identity: RankIdentity) -> tuple:
     """``record_param_comms`` arguments in the 1.0.1 layout: [tensors, seq, pg address,
     rank in the group, collective name, in splits, out splits, group size]."""
     return (
-        ("GenericList[Tensor(float)]", ((call.in_nelems,),)), ("Int", call.seq),
-        ("Int", pg_address(identity, call.pg.name)), ("Int", call.ranks.index(identity.rank)),
-        ("String", COLLECTIVES[call.kind].collective_name), ("GenericList[Int]", []),
-        ("GenericList[Int]", []), ("Int", len(call.ranks)),
-    )  # fmt: skip
+        ("GenericList[Tensor(float)]", ((call.in_nelems,),)),
+        ("Int", call.seq),
+        ("Int", pg_address(identity, call.pg.name)),
+        ("Int", call.ranks.index(identity.rank)),
+        ("String", COLLECTIVES[call.kind].collective_name),
+        ("GenericList[Int]", []),
+        ("GenericList[Int]", []),
+        ("Int", len(call.ranks)),
+    )
 
 
 class HostEtWriter:
@@ -155,8 +159,15 @@ class HostEtWriter:
         fields = {"rf_id": node.et_rf_id, "fw_parent": 0, "seq_id": -1, "scope": node.scope,
                   "tid": node.et_tid, "fw_tid": 0, "op_schema": ""}  # fmt: skip
         inputs = _args(self._tensors, node.inputs)
-        self._write(node.host_id, names.get(node.name, node.name), node.parent, fields, inputs,
-                    ([], [], [], []), None)  # fmt: skip
+        self._write(
+            node.host_id,
+            names.get(node.name, node.name),
+            node.parent,
+            fields,
+            inputs,
+            ([], [], [], []),
+            None,
+        )
 
     def _write(self, node_id: int, name: str, parent: int, fields: dict, inputs: tuple,
                outputs: tuple, comm: object) -> None:  # fmt: skip
@@ -173,9 +184,14 @@ class HostEtWriter:
             attrs.extend(_PT2_ATTRS)
             if comm is not None:
                 attrs.extend(_comm_attrs(comm))
-            node = {"id": node_id, "name": name, "ctrl_deps": parent,
-                    "inputs": dict(zip(_KEYS, inputs)), "outputs": dict(zip(_KEYS, outputs)),
-                    "attrs": attrs}  # fmt: skip
+            node = {
+                "id": node_id,
+                "name": name,
+                "ctrl_deps": parent,
+                "inputs": dict(zip(_KEYS, inputs)),
+                "outputs": dict(zip(_KEYS, outputs)),
+                "attrs": attrs,
+            }
         self._nodes.write(node)
 
     def close(self, end_ns: int) -> None:

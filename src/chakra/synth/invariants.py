@@ -179,10 +179,16 @@ def _check_kineto(state: _Rank, options: dict) -> list[str]:
 
 def _check_launches(state: _Rank, events: list[dict], flows: bool) -> list[str]:
     problems = []
-    runtime = {e["args"]["correlation"]: e for e in events
-               if e.get("cat") in ("cuda_runtime", "cuda_driver")}  # fmt: skip
-    gpu = {e["args"]["correlation"]: e for e in events
-           if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}  # fmt: skip
+    runtime = {
+        e["args"]["correlation"]: e
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver")
+    }
+    gpu = {
+        e["args"]["correlation"]: e
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+    }
     starts = {e["id"]: e for e in events if e.get("cat") == "ac2g" and e["ph"] == "s"}
     ends = {e["id"]: e for e in events if e.get("cat") == "ac2g" and e["ph"] == "f"}
     if len(runtime) != len(state.runtime) or len(gpu) != len(state.gpu):
@@ -227,8 +233,9 @@ def _check_host_et(state: _Rank, options: dict) -> list[str]:
     by_id = {n["id"]: n for n in nodes}
     if by_id.get(1, {}).get(parent_key) != 1:
         problems.append("host ET has no process root with id 1 and parent 1")
-    problems += [f"host ET node {n['id']} has a dangling parent" for n in nodes
-                 if n[parent_key] not in by_id]  # fmt: skip
+    problems += [
+        f"host ET node {n['id']} has a dangling parent" for n in nodes if n[parent_key] not in by_id
+    ]
     for host_id, op in state.host.items():
         node = by_id.get(host_id)
         if node is None or node["name"] != op["name"] or _attr(node, "rf_id") != op["rf_id"]:

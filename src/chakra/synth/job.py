@@ -58,8 +58,11 @@ class JobSummary:
 def rank_file_names(options: SynthOptions, rank: int) -> tuple[str, str, str]:
     """File names of ``rank``'s host ET, Kineto trace and truth."""
     suffix = ".json.gz" if options.gzip else ".json"
-    return (f"rank{rank}.host_et{suffix}", f"rank{rank}.kineto{suffix}",
-            f"rank{rank}.truth{suffix}")  # fmt: skip
+    return (
+        f"rank{rank}.host_et{suffix}",
+        f"rank{rank}.kineto{suffix}",
+        f"rank{rank}.truth{suffix}",
+    )
 
 
 class _RankOutputs:

@@ -50,10 +50,15 @@ def comm_args(call: CollectiveCall) -> dict:
 
 def _pg_config(groups: tuple[ProcessGroup, ...]) -> list[dict]:
     return [
-        {"pg_name": g.name, "pg_desc": g.desc, "backend_config": "cuda:nccl",
-         "pg_size": len(g.ranks), "ranks": list(g.ranks)}
+        {
+            "pg_name": g.name,
+            "pg_desc": g.desc,
+            "backend_config": "cuda:nccl",
+            "pg_size": len(g.ranks),
+            "ranks": list(g.ranks),
+        }
         for g in groups
-    ]  # fmt: skip
+    ]
 
 
 #: Kineto thread labels: main, autograd, data loader, gloo worker (the first two always).
@@ -100,8 +105,9 @@ class KinetoWriter:
         ts = self._time.ts(self._start_ns)
 
         def meta(name: str, pid: int, tid: int, args: dict) -> None:
-            self._events.write({"name": name, "ph": "M", "ts": ts, "pid": pid, "tid": tid,
-                                "args": args})  # fmt: skip
+            self._events.write(
+                {"name": name, "ph": "M", "ts": ts, "pid": pid, "tid": tid, "args": args}
+            )
 
         gpu_index = 16777216 + self._device
         for pid, label, index in ((self._pid, "CPU", self._pid),
@@ -130,8 +136,18 @@ class KinetoWriter:
             args["Global rank start"] = action.comm.ranks[0]
             args["Global rank stride"] = 1
         ts, dur = self._time.span(record.ts_ns, record.end_ns)
-        self._events.write({"ph": "X", "cat": action.cat, "name": action.name, "pid": self._pid,
-                            "tid": record.tid, "ts": ts, "dur": dur, "args": args})  # fmt: skip
+        self._events.write(
+            {
+                "ph": "X",
+                "cat": action.cat,
+                "name": action.name,
+                "pid": self._pid,
+                "tid": record.tid,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
         if action.flow_start or action.flow_end:
             flow = {"ph": "s" if action.flow_start else "f", "id": action.seq + 1,
                     "pid": self._pid, "tid": record.tid, "ts": ts, "cat": Category.FWDBWD,
@@ -142,12 +158,22 @@ class KinetoWriter:
 
     def runtime(self, record: RuntimeRecord) -> None:
         ts, dur = self._time.span(record.ts_ns, record.end_ns)
-        self._events.write({
-            "ph": "X", "cat": API_CATEGORY[record.name], "name": record.name, "pid": self._pid,
-            "tid": record.tid, "ts": ts, "dur": dur,
-            "args": {"External id": record.external_id, "cbid": CBID[record.name],
-                     "correlation": record.correlation},
-        })  # fmt: skip
+        self._events.write(
+            {
+                "ph": "X",
+                "cat": API_CATEGORY[record.name],
+                "name": record.name,
+                "pid": self._pid,
+                "tid": record.tid,
+                "ts": ts,
+                "dur": dur,
+                "args": {
+                    "External id": record.external_id,
+                    "cbid": CBID[record.name],
+                    "correlation": record.correlation,
+                },
+            }
+        )
 
     def gpu(self, record: GpuRecord) -> None:
         ts, dur = self._time.span(record.ts_ns, record.end_ns)
@@ -163,17 +189,43 @@ class KinetoWriter:
             args["bytes"] = record.nbytes
             span = max(record.end_ns - record.ts_ns, 1)
             args["memory bandwidth (GB/s)"] = round(record.nbytes / span, 6)
-        self._events.write({"ph": "X", "cat": record.category, "name": record.name,
-                            "pid": record.device, "tid": record.stream, "ts": ts, "dur": dur,
-                            "args": args})  # fmt: skip
+        self._events.write(
+            {
+                "ph": "X",
+                "cat": record.category,
+                "name": record.name,
+                "pid": record.device,
+                "tid": record.stream,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
         if self._flows:
             launch = record.launch
-            self._events.write({"ph": "s", "id": record.correlation, "pid": self._pid,
-                                "tid": launch.tid, "ts": self._time.ts(launch.ts_ns),
-                                "cat": Category.AC2G, "name": Category.AC2G})  # fmt: skip
-            self._events.write({"ph": "f", "id": record.correlation, "pid": record.device,
-                                "tid": record.stream, "ts": ts, "cat": Category.AC2G,
-                                "name": Category.AC2G, "bp": "e"})  # fmt: skip
+            self._events.write(
+                {
+                    "ph": "s",
+                    "id": record.correlation,
+                    "pid": self._pid,
+                    "tid": launch.tid,
+                    "ts": self._time.ts(launch.ts_ns),
+                    "cat": Category.AC2G,
+                    "name": Category.AC2G,
+                }
+            )
+            self._events.write(
+                {
+                    "ph": "f",
+                    "id": record.correlation,
+                    "pid": record.device,
+                    "tid": record.stream,
+                    "ts": ts,
+                    "cat": Category.AC2G,
+                    "name": Category.AC2G,
+                    "bp": "e",
+                }
+            )
 
     def sync(self, record: SyncRecord) -> None:
         call = record.call
@@ -183,21 +235,47 @@ class KinetoWriter:
             args["wait_on_stream"] = record.wait_on_stream
             args["wait_on_cuda_event_record_corr_id"] = record.record_correlation
             args["wait_on_cuda_event_id"] = record.event_id
-        args.update(stream=record.stream, correlation=call.correlation, device=record.device,
-                    context=1)  # fmt: skip
-        self._events.write({"ph": "X", "cat": Category.CUDA_SYNC, "name": record.kind,
-                            "pid": record.device, "tid": record.stream, "ts": ts, "dur": dur,
-                            "args": args})  # fmt: skip
+        args.update(
+            stream=record.stream, correlation=call.correlation, device=record.device, context=1
+        )
+        self._events.write(
+            {
+                "ph": "X",
+                "cat": Category.CUDA_SYNC,
+                "name": record.kind,
+                "pid": record.device,
+                "tid": record.stream,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
 
     def close(self, end_ns: int) -> None:
         """Write the profiler span, close the event array and write the footer."""
         ts, dur = self._time.span(self._start_ns, end_ns)
-        self._events.write({"ph": "X", "cat": "Trace", "ts": ts, "dur": dur, "pid": "Spans",
-                            "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)",
-                            "args": {"Op count": 0}})  # fmt: skip
-        self._events.write({"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g",
-                            "pid": "Traces", "tid": "Trace PyTorch Profiler",
-                            "ts": ts})  # fmt: skip
+        self._events.write(
+            {
+                "ph": "X",
+                "cat": "Trace",
+                "ts": ts,
+                "dur": dur,
+                "pid": "Spans",
+                "tid": "PyTorch Profiler",
+                "name": "PyTorch Profiler (0)",
+                "args": {"Op count": 0},
+            }
+        )
+        self._events.write(
+            {
+                "name": "Iteration Start: PyTorch Profiler",
+                "ph": "i",
+                "s": "g",
+                "pid": "Traces",
+                "tid": "Trace PyTorch Profiler",
+                "ts": ts,
+            }
+        )
         self._events.close()
         footer = {"traceName": self._name, "displayTimeUnit": "ms",
                   "baseTimeNanoseconds": BASE_TIME_NS}  # fmt: skip

@@ -203,19 +203,31 @@ class RankEngine(SyncHandlers, WorkerThreads):
         self._pg_init_written = True
         self._rf_id += 1
         rf_id = self._new_legacy_rf_id() if self._legacy else self._rf_id
-        node = EtNode(self._new_host_id(), PROCESS_GROUP_INIT, step_op.host_id, rf_id, 1,
-                      SCOPE_USER, (("String", self._pg_table()),))  # fmt: skip
+        node = EtNode(
+            self._new_host_id(),
+            PROCESS_GROUP_INIT,
+            step_op.host_id,
+            rf_id,
+            1,
+            SCOPE_USER,
+            (("String", self._pg_table()),),
+        )
         self._sink.et_node(node)
 
     def _pg_table(self) -> str:
         """As PyTorch writes it: the default group (first) lists no ranks, meaning all."""
         groups = self._plan.groups
         entries = [
-            {"pg_name": g.name, "pg_desc": g.desc, "backend_config": "cuda:nccl",
-             "ranks": [] if index == 0 else list(g.ranks), "group_size": len(g.ranks),
-             "group_count": len(groups)}
+            {
+                "pg_name": g.name,
+                "pg_desc": g.desc,
+                "backend_config": "cuda:nccl",
+                "ranks": [] if index == 0 else list(g.ranks),
+                "group_size": len(g.ranks),
+                "group_count": len(groups),
+            }
             for index, g in enumerate(groups)
-        ]  # fmt: skip
+        ]
         return msgspec.json.encode(entries).decode()
 
     def _process_root(self) -> EtNode:
@@ -240,10 +252,21 @@ class RankEngine(SyncHandlers, WorkerThreads):
         if action.backward_of >= 0:
             fw_parent = self._forward_host_ids.get(action.backward_of, 0)
         record = HostOpRecord(
-            op.host_id, op.parent_host_id, op.et_parent, op.rf_id, op.et_rf_id, op.external_id,
-            op.ev_idx, self._thread, self.tids[self._thread], op.ts_ns, self.now, self._step,
-            action, fw_parent,
-        )  # fmt: skip
+            op.host_id,
+            op.parent_host_id,
+            op.et_parent,
+            op.rf_id,
+            op.et_rf_id,
+            op.external_id,
+            op.ev_idx,
+            self._thread,
+            self.tids[self._thread],
+            op.ts_ns,
+            self.now,
+            self._step,
+            action,
+            fw_parent,
+        )
         self.counts["host_ops"] += 1
         self._sink.host_op(record)
         if len(stack) <= (1 if self._thread == 0 else 0) and action.step < 0:
@@ -272,8 +295,16 @@ class RankEngine(SyncHandlers, WorkerThreads):
         dur_ns = scale_ns(dur_ns, self._cpu_factor)
         op = self._stacks[self._thread][-1]
         self._correlation += 1
-        record = RuntimeRecord(self._correlation, name, self.tids[self._thread], self.now,
-                               self.now + dur_ns, op.external_id, op.host_id, stream)  # fmt: skip
+        record = RuntimeRecord(
+            self._correlation,
+            name,
+            self.tids[self._thread],
+            self.now,
+            self.now + dur_ns,
+            op.external_id,
+            op.host_id,
+            stream,
+        )
         self.now += dur_ns
         return record
 
@@ -327,8 +358,19 @@ class RankEngine(SyncHandlers, WorkerThreads):
             self._edge("launch", f"host:{call.host_id}", gpu)
         stream.waits = []
         stream.last_correlation, stream.last_end_ns = call.correlation, end
-        record = GpuRecord(call.correlation, action.name, action.category, action.stream,
-                           self.device, start, end, call.external_id, call.host_id, call,
-                           action.nbytes, action.collective)  # fmt: skip
+        record = GpuRecord(
+            call.correlation,
+            action.name,
+            action.category,
+            action.stream,
+            self.device,
+            start,
+            end,
+            call.external_id,
+            call.host_id,
+            call,
+            action.nbytes,
+            action.collective,
+        )
         self.counts["gpu_ops"] += 1
         self._sink.gpu(record)

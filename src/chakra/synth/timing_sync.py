@@ -70,8 +70,9 @@ class SyncHandlers:
         state = self._stream(action.stream)
         waited = [(state.last_correlation, state.last_end_ns)] if state.last_correlation else []
         call = self._blocking_call("cudaStreamSynchronize", action.stream, waited)
-        self._sink.sync(SyncRecord(SyncKind.STREAM_SYNC, call, action.stream, -1, -1, -1,
-                                   self.device))  # fmt: skip
+        self._sink.sync(
+            SyncRecord(SyncKind.STREAM_SYNC, call, action.stream, -1, -1, -1, self.device)
+        )
 
     def _device_sync(self, _action: DeviceSync) -> None:
         waited = [

@@ -79,10 +79,21 @@ class WorkerThreads:
     def _worker_record(self, op: OpenOp, thread: int, end_ns: int) -> None:
         """Hand the finished worker op to the sink: host ET ``thread``, the worker's tid."""
         record = HostOpRecord(
-            op.host_id, op.parent_host_id, op.et_parent, op.rf_id, op.et_rf_id, op.external_id,
-            op.ev_idx, thread, self.tids[GLOO_WORKER_THREAD], op.ts_ns, end_ns, self._step,
-            op.action, 0,
-        )  # fmt: skip
+            op.host_id,
+            op.parent_host_id,
+            op.et_parent,
+            op.rf_id,
+            op.et_rf_id,
+            op.external_id,
+            op.ev_idx,
+            thread,
+            self.tids[GLOO_WORKER_THREAD],
+            op.ts_ns,
+            end_ns,
+            self._step,
+            op.action,
+            0,
+        )
         self.counts["host_ops"] += 1
         self._sink.host_op(record)
 

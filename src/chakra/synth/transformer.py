@@ -202,10 +202,20 @@ def loss_op() -> LayerOp:
         "",
         (logits, ("Tensor(long)", (TOKENS,))),
         (
-            OpTree("aten::log_softmax", "", (logits,), (_single("aten::_log_softmax", "", Kernel(LOG_SOFTMAX, 12.0), (logits,)),)),  # noqa: E501
-            OpTree("aten::nll_loss", "", (logits,), (_single("aten::nll_loss_forward", "", Kernel(NLL, 5.0), (logits,)),)),  # noqa: E501
+            OpTree(
+                "aten::log_softmax",
+                "",
+                (logits,),
+                (_single("aten::_log_softmax", "", Kernel(LOG_SOFTMAX, 12.0), (logits,)),),
+            ),
+            OpTree(
+                "aten::nll_loss",
+                "",
+                (logits,),
+                (_single("aten::nll_loss_forward", "", Kernel(NLL, 5.0), (logits,)),),
+            ),
         ),
-    )  # fmt: skip
+    )
     backward = (
         _single("aten::nll_loss_backward", "", Kernel(NLL_BWD, 6.0), (logits,)),
         _single("aten::_log_softmax_backward_data", "", Kernel(LOG_SOFTMAX_BWD, 12.0), (logits,)),

@@ -48,20 +48,35 @@ class TruthWriter:
     def host_op(self, record: HostOpRecord) -> None:
         ts, dur = self._time.span(record.ts_ns, record.end_ns)
         action = record.action
-        self._host_ops.write({
-            "host_id": record.host_id, "name": action.name, "cat": action.cat,
-            "tid": record.tid, "rf_id": record.et_rf_id, "external_id": record.external_id,
-            "ts_us": ts, "dur_us": dur, "parent_host_id": record.parent_host_id,
-            "step": record.step,
-        })  # fmt: skip
+        self._host_ops.write(
+            {
+                "host_id": record.host_id,
+                "name": action.name,
+                "cat": action.cat,
+                "tid": record.tid,
+                "rf_id": record.et_rf_id,
+                "external_id": record.external_id,
+                "ts_us": ts,
+                "dur_us": dur,
+                "parent_host_id": record.parent_host_id,
+                "step": record.step,
+            }
+        )
 
     def runtime(self, record: RuntimeRecord) -> None:
         ts, dur = self._time.span(record.ts_ns, record.end_ns)
-        self._runtime.write({
-            "correlation": record.correlation, "name": record.name, "tid": record.tid,
-            "ts_us": ts, "dur_us": dur, "host_id": record.host_id, "stream": record.stream,
-            "external_id": record.external_id,
-        })  # fmt: skip
+        self._runtime.write(
+            {
+                "correlation": record.correlation,
+                "name": record.name,
+                "tid": record.tid,
+                "ts_us": ts,
+                "dur_us": dur,
+                "host_id": record.host_id,
+                "stream": record.stream,
+                "external_id": record.external_id,
+            }
+        )
 
     def gpu(self, record: GpuRecord) -> None:
         ts, dur = self._time.span(record.ts_ns, record.end_ns)
@@ -69,12 +84,20 @@ class TruthWriter:
         collective = None
         if call is not None:
             collective = {"pg_name": call.pg.name, "seq": call.seq, "kind": call.kind}
-        self._gpu.write({
-            "correlation": record.correlation, "name": record.name,
-            "category": record.category, "stream": record.stream, "device": record.device,
-            "ts_us": ts, "dur_us": dur, "launch_correlation": record.launch.correlation,
-            "parent_host_id": record.parent_host_id, "collective": collective,
-        })  # fmt: skip
+        self._gpu.write(
+            {
+                "correlation": record.correlation,
+                "name": record.name,
+                "category": record.category,
+                "stream": record.stream,
+                "device": record.device,
+                "ts_us": ts,
+                "dur_us": dur,
+                "launch_correlation": record.launch.correlation,
+                "parent_host_id": record.parent_host_id,
+                "collective": collective,
+            }
+        )
 
     def edge(self, kind: str, src: str, dst: str) -> None:
         self._edges.write({"kind": kind, "src": src, "dst": dst})

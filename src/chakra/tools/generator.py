@@ -145,8 +145,10 @@ def _send_recv(options: GeneratorOptions, npu: int) -> list[Any]:
     """Send to the next NPU and, independently, receive from the previous one."""
     before, after = _neighbours(options, npu)
     size = options.tensor_size
-    return [_p2p_node(0, NodeType.COMM_SEND_NODE, size, npu, after),
-            _p2p_node(1, NodeType.COMM_RECV_NODE, size, before, npu)]  # fmt: skip
+    return [
+        _p2p_node(0, NodeType.COMM_SEND_NODE, size, npu, after),
+        _p2p_node(1, NodeType.COMM_RECV_NODE, size, before, npu),
+    ]
 
 
 def _comp_nodes(count: int, runtime_us: int, dependent: bool) -> list[Any]:

@@ -96,11 +96,19 @@ def parse_record(text: str, line: int, path: PathLike) -> Record | None:
 def _metadata_events(num_npus: int) -> list[dict[str, Any]]:
     events = []
     for npu in range(num_npus):
-        events.append({"ph": "M", "name": "process_name", "pid": npu, "tid": 0,
-                       "args": {"name": f"npu {npu}"}})  # fmt: skip
+        events.append(
+            {
+                "ph": "M",
+                "name": "process_name",
+                "pid": npu,
+                "tid": 0,
+                "args": {"name": f"npu {npu}"},
+            }
+        )
         for tid, label in TRACKS.items():
-            events.append({"ph": "M", "name": "thread_name", "pid": npu, "tid": tid,
-                           "args": {"name": label}})  # fmt: skip
+            events.append(
+                {"ph": "M", "name": "thread_name", "pid": npu, "tid": tid, "args": {"name": label}}
+            )
     return events
 
 
@@ -133,12 +141,21 @@ def log_to_events(
                 f"{where}: callback at cycle {record.cycle} precedes its issue at cycle"
                 f" {start.cycle} (line {start.line})"
             )
-        events.append({
-            "ph": "X", "name": start.name, "pid": record.npu, "tid": track_of(start.name),
-            "ts": start.cycle / frequency_mhz, "dur": (record.cycle - start.cycle) / frequency_mhz,
-            "args": {"node_id": record.node_id, "issue_cycle": start.cycle,
-                     "callback_cycle": record.cycle},
-        })  # fmt: skip
+        events.append(
+            {
+                "ph": "X",
+                "name": start.name,
+                "pid": record.npu,
+                "tid": track_of(start.name),
+                "ts": start.cycle / frequency_mhz,
+                "dur": (record.cycle - start.cycle) / frequency_mhz,
+                "args": {
+                    "node_id": record.node_id,
+                    "issue_cycle": start.cycle,
+                    "callback_cycle": record.cycle,
+                },
+            }
+        )
     if issued:
         logger.warning("%d issued nodes never got a callback; left out", len(issued))
     return events

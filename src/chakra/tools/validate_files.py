@@ -83,10 +83,12 @@ def agreement_lines(agreement: Agreement, files: int) -> list[str]:
     else:
         lines.append("cross-rank: no process group is used by two files: nothing compared")
     if agreement.not_compared:
-        lines.append("cross-rank: used by one file only, not compared: "
-                     + ", ".join(agreement.not_compared))  # fmt: skip
-    lines.extend(f"cross-rank: peers would fill {n} x {what}"
-                 for what, n in sorted(agreement.counts.items()))  # fmt: skip
+        lines.append(
+            "cross-rank: used by one file only, not compared: " + ", ".join(agreement.not_compared)
+        )
+    lines.extend(
+        f"cross-rank: peers would fill {n} x {what}" for what, n in sorted(agreement.counts.items())
+    )
     return lines
 
 

@@ -126,9 +126,16 @@ def select_nodes(path: PathLike, selection: Selection, max_nodes: int) -> list[V
         for node in reader:
             if selection.matches(node.id, node.name, pattern):
                 chosen.append(
-                    VizNode(node.id, node.name, tuple(node.data_deps), tuple(node.ctrl_deps),
-                            node_type_name(node.type), placement(node), duration_us(node))
-                )  # fmt: skip
+                    VizNode(
+                        node.id,
+                        node.name,
+                        tuple(node.data_deps),
+                        tuple(node.ctrl_deps),
+                        node_type_name(node.type),
+                        placement(node),
+                        duration_us(node),
+                    )
+                )
                 if len(chosen) > max_nodes:
                     raise VisualizerError(
                         f"{path} has more than {max_nodes} nodes to draw; select fewer with"
@@ -162,9 +169,15 @@ def to_networkx(nodes: Sequence[VizNode]) -> nx.MultiDiGraph:
     graph = nx.MultiDiGraph()
     colours = fills(node.place for node in nodes)
     for node in nodes:
-        graph.add_node(node.id, label=node.label(), name=node.name, type=node.type,
-                       resource=node.place.resource or "", duration_us=node.duration_us,
-                       fillcolor=colours[node.place])  # fmt: skip
+        graph.add_node(
+            node.id,
+            label=node.label(),
+            name=node.name,
+            type=node.type,
+            resource=node.place.resource or "",
+            duration_us=node.duration_us,
+            fillcolor=colours[node.place],
+        )
     for dep, node_id, kind in _edges(nodes):
         graph.add_edge(dep, node_id, key=kind, dependency=kind)
     return graph

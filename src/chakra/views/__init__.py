@@ -56,13 +56,19 @@ def rank_views(result: SimResult, top: int = 10) -> list[RankViews]:
         simulated = simulated_schedule(result, r)
         measured = measured_schedule(graph)
         path = typed_critical_path(result, r)
-        out.append(RankViews(
-            graph.rank, temporal_breakdown(simulated), overlap(simulated),
-            kernel_breakdown(simulated, graph, top), stream_idle(result, r, begins),
-            _longest(path, top), len(path.segments),
-            temporal_breakdown(measured) if measured is not None else None,
-            overlap(measured) if measured is not None else None,
-        ))  # fmt: skip
+        out.append(
+            RankViews(
+                graph.rank,
+                temporal_breakdown(simulated),
+                overlap(simulated),
+                kernel_breakdown(simulated, graph, top),
+                stream_idle(result, r, begins),
+                _longest(path, top),
+                len(path.segments),
+                temporal_breakdown(measured) if measured is not None else None,
+                overlap(measured) if measured is not None else None,
+            )
+        )
     return out
 
 

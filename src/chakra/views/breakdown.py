@@ -70,9 +70,16 @@ def temporal_breakdown(schedule: Schedule) -> TemporalBreakdown:
     exposed, span = busy - computing, schedule.makespan_us
     idle = max(span - busy, 0.0)
     return TemporalBreakdown(
-        schedule.rank, schedule.source, span, computing, exposed, idle,
-        _pct(computing, span), _pct(exposed, span), _pct(idle, span),
-    )  # fmt: skip
+        schedule.rank,
+        schedule.source,
+        span,
+        computing,
+        exposed,
+        idle,
+        _pct(computing, span),
+        _pct(exposed, span),
+        _pct(idle, span),
+    )
 
 
 def overlap(schedule: Schedule) -> Overlap:
@@ -106,6 +113,14 @@ def kernel_breakdown(schedule: Schedule, graph: SimGraph, top: int = 10) -> list
             comm_names.add(name)
     whole = float(np.sum(durations))
     ranked = sorted(totals, key=lambda name: (-totals[name], name))[:top]
-    return [KernelStat(name, counts[name], totals[name], totals[name] / counts[name],
-                       totals[name] / whole if whole > 0 else 0.0, name in comm_names)
-            for name in ranked]  # fmt: skip
+    return [
+        KernelStat(
+            name,
+            counts[name],
+            totals[name],
+            totals[name] / counts[name],
+            totals[name] / whole if whole > 0 else 0.0,
+            name in comm_names,
+        )
+        for name in ranked
+    ]

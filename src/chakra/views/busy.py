@@ -53,8 +53,10 @@ def _origin_and_span(schedules: list[tuple[np.ndarray, np.ndarray]]) -> tuple[fl
 def busy_series(result: SimResult) -> BusySeries:
     """The :class:`BusySeries` of ``result`` after ``run()``: :data:`BINS` bins, two sorts
     and two binary searches per resource and schedule."""
-    simulated = [(np.frombuffer(s, np.float64), np.frombuffer(e, np.float64))
-                 for s, e in zip(result.start, result.end)]  # fmt: skip
+    simulated = [
+        (np.frombuffer(s, np.float64), np.frombuffer(e, np.float64))
+        for s, e in zip(result.start, result.end)
+    ]
     measured = []
     for graph in result.graphs:
         starts = np.frombuffer(graph.measured_start_us, np.float64)

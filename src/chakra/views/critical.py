@@ -77,14 +77,28 @@ def typed_critical_path(result: SimResult, rank: int = 0) -> CriticalPath:
         if last is not None and last.kind == kind:
             better = duration > longest
             longest = max(longest, duration)
-            segments[-1] = PathSegment(kind, last.start_us, end[node], last.nodes + 1,
-                                       graph.ids[node] if better else last.node_id,
-                                       graph.names[node] if better else last.name)  # fmt: skip
+            segments[-1] = PathSegment(
+                kind,
+                last.start_us,
+                end[node],
+                last.nodes + 1,
+                graph.ids[node] if better else last.node_id,
+                graph.names[node] if better else last.name,
+            )
         else:
             longest = duration
-            segments.append(PathSegment(kind, start[node], end[node], 1, graph.ids[node],
-                                        graph.names[node]))  # fmt: skip
+            segments.append(
+                PathSegment(kind, start[node], end[node], 1, graph.ids[node], graph.names[node])
+            )
     makespan = (max(end) - min(start)) if len(start) else 0.0
     unattributed = max(makespan - sum(totals.values()), 0.0)
-    return CriticalPath(graph.rank, makespan, totals[CPU], totals[GPU], totals[COMMUNICATION],
-                        totals[LAUNCH], unattributed, segments)  # fmt: skip
+    return CriticalPath(
+        graph.rank,
+        makespan,
+        totals[CPU],
+        totals[GPU],
+        totals[COMMUNICATION],
+        totals[LAUNCH],
+        unattributed,
+        segments,
+    )

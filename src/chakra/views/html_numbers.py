@@ -78,8 +78,10 @@ class At:
 
     def cell(self, unit: str, tag: str = "td") -> str:
         """The value, formatted, in a ``tag`` element that names its pointer and unit."""
-        return (f'<{tag} class="n" data-json="{escape(self.path)}" data-unit="{unit}">'
-                f"{format_value(self.value, unit)}</{tag}>")  # fmt: skip
+        return (
+            f'<{tag} class="n" data-json="{escape(self.path)}" data-unit="{unit}">'
+            f"{format_value(self.value, unit)}</{tag}>"
+        )
 
 
 def text_cell(text: Any) -> str:

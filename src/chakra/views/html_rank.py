@@ -27,8 +27,13 @@ def rank_section(entry: At, busy: Optional[RankBusy], span_us: float) -> str:
     if busy is not None:
         parts.append(_busy(busy, span_us))
     if views.value is not None:
-        parts += [_breakdown(views), _overlap(views), _kernels(views), _stream_idle(views),
-                  _critical_path(views, entry["critical_path"])]  # fmt: skip
+        parts += [
+            _breakdown(views),
+            _overlap(views),
+            _kernels(views),
+            _stream_idle(views),
+            _critical_path(views, entry["critical_path"]),
+        ]
     parts.append(_resources(entry["simulation"]))
     return "".join(parts) + "</section>"
 
@@ -49,22 +54,34 @@ def _makespans(entry: At) -> str:
 
 def _busy(busy: RankBusy, span_us: float) -> str:
     def bands(measured: bool) -> list[Band]:
-        return [Band(b.resource, STREAM if b.gpu else THREAD,
-                     (b.measured if measured else b.simulated) or [])
-                for b in busy.bands]  # fmt: skip
+        return [
+            Band(
+                b.resource,
+                STREAM if b.gpu else THREAD,
+                (b.measured if measured else b.simulated) or [],
+            )
+            for b in busy.bands
+        ]
 
     charts = [band_panel(f"rank {busy.rank} simulated", bands(False), span_us)]
     if any(b.measured is not None for b in busy.bands):
         charts.append(band_panel(f"rank {busy.rank} measured", bands(True), span_us))
-    return ('<h3>Busy fraction over time</h3><p class="note">Each host thread (blue) and GPU '
-            "stream (orange): the height of its band is the fraction of each time bin it is "
-            f"busy.</p><figure>{''.join(charts)}</figure>")  # fmt: skip
+    return (
+        '<h3>Busy fraction over time</h3><p class="note">Each host thread (blue) and GPU '
+        "stream (orange): the height of its band is the fraction of each time bin it is "
+        f"busy.</p><figure>{''.join(charts)}</figure>"
+    )
 
 
 def _breakdown(views: At) -> str:
     sources = [b for b in (views["breakdown"], views["measured_breakdown"]) if b.value is not None]
-    bars = [(b["source"].value, [Part(name, b[f"{name}_us"].value, color)
-                                 for name, color in BREAKDOWN_PARTS]) for b in sources]  # fmt: skip
+    bars = [
+        (
+            b["source"].value,
+            [Part(name, b[f"{name}_us"].value, color) for name, color in BREAKDOWN_PARTS],
+        )
+        for b in sources
+    ]
     rows = []
     for b in sources:
         row = [text_cell(b["source"].value), b["makespan_us"].cell(US)]
@@ -74,16 +91,25 @@ def _breakdown(views: At) -> str:
     headers = ["schedule", "makespan µs", "compute µs", "%", "exposed comm µs", "%", "idle µs",
                "%"]  # fmt: skip
     chart = stacked_bars("temporal breakdown (share of the makespan)", bars)
-    return (f"<h3>Temporal breakdown</h3><figure>{chart}</figure>" + table(headers, rows)
-            + '<p class="note">compute: a compute kernel runs on some GPU stream; exposed '
-            "communication: communication runs and no compute does; idle: neither.</p>"
-            )  # fmt: skip
+    return (
+        f"<h3>Temporal breakdown</h3><figure>{chart}</figure>"
+        + table(headers, rows)
+        + '<p class="note">compute: a compute kernel runs on some GPU stream; exposed '
+        "communication: communication runs and no compute does; idle: neither.</p>"
+    )
 
 
 def _overlap(views: At) -> str:
     sources = [o for o in (views["overlap"], views["measured_overlap"]) if o.value is not None]
-    rows = [[text_cell(o["source"].value), o["communication_us"].cell(US),
-             o["overlapped_us"].cell(US), o["fraction"].cell(RATIO)] for o in sources]  # fmt: skip
+    rows = [
+        [
+            text_cell(o["source"].value),
+            o["communication_us"].cell(US),
+            o["overlapped_us"].cell(US),
+            o["fraction"].cell(RATIO),
+        ]
+        for o in sources
+    ]
     headers = ["schedule", "communication µs", "under compute µs", "hidden"]
     return "<h3>Communication hidden by compute</h3>" + table(headers, rows)
 
@@ -92,10 +118,17 @@ def _kernels(views: At) -> str:
     kernels = views["kernels"].items()
     if not kernels:
         return '<h3>Top kernels</h3><p class="note">No GPU kernels in this rank.</p>'
-    rows = [[text_cell(k["name"].value), k["count"].cell(COUNT), k["total_us"].cell(US),
-             k["mean_us"].cell(US), k["share"].cell(RATIO),
-             text_cell("communication" if k["communication"].value else "compute")]
-            for k in kernels]  # fmt: skip
+    rows = [
+        [
+            text_cell(k["name"].value),
+            k["count"].cell(COUNT),
+            k["total_us"].cell(US),
+            k["mean_us"].cell(US),
+            k["share"].cell(RATIO),
+            text_cell("communication" if k["communication"].value else "compute"),
+        ]
+        for k in kernels
+    ]
     headers = ["kernel", "count", "total µs", "mean µs", "share of GPU time", "kind"]
     return "<h3>Top kernels</h3>" + table(headers, rows)
 
@@ -104,13 +137,19 @@ def _stream_idle(views: At) -> str:
     streams = views["stream_idle"].items()
     if not streams:
         return '<h3>GPU stream idle time by cause</h3><p class="note">No GPU streams.</p>'
-    rows = [[text_cell(s["stream"].value), s["busy_us"].cell(US), s["idle_us"].cell(US)]
-            + [s[cause].cell(US) for cause in IDLE_CAUSES] for s in streams]  # fmt: skip
+    rows = [
+        [text_cell(s["stream"].value), s["busy_us"].cell(US), s["idle_us"].cell(US)]
+        + [s[cause].cell(US) for cause in IDLE_CAUSES]
+        for s in streams
+    ]
     headers = ["stream", "busy µs", "idle µs", "waiting on CPU", "launch delay",
                "other stream", "peer rank", "tail", "unattributed"]  # fmt: skip
-    return ("<h3>GPU stream idle time by cause</h3>" + table(headers, rows)
-            + '<p class="note">Idle µs is the sum of its causes; busy + idle is the '
-            "makespan.</p>")  # fmt: skip
+    return (
+        "<h3>GPU stream idle time by cause</h3>"
+        + table(headers, rows)
+        + '<p class="note">Idle µs is the sum of its causes; busy + idle is the '
+        "makespan.</p>"
+    )
 
 
 def _critical_path(views: At, top_names: At) -> str:
@@ -119,23 +158,41 @@ def _critical_path(views: At, top_names: At) -> str:
     bound, longest = max(kinds, key=lambda item: item[1].value or 0.0)
     makespan = path["makespan_us"].value or 0.0
     share = 100.0 * (longest.value or 0.0) / makespan if makespan > 0 else 0.0
-    verdict = (f'<p class="verdict">{escape(KIND_LABELS[bound])}: {share:.1f}% of the '
-               "makespan is on this kind of work along the critical path.</p>")  # fmt: skip
+    verdict = (
+        f'<p class="verdict">{escape(KIND_LABELS[bound])}: {share:.1f}% of the '
+        "makespan is on this kind of work along the critical path.</p>"
+    )
     totals = [[text_cell(kind), at.cell(US)] for kind, at in kinds]
     totals.append([text_cell("not on the path"), path["unattributed_us"].cell(US)])
-    segments = [[text_cell(s["kind"].value), s["start_us"].cell(US), s["end_us"].cell(US),
-                 s["nodes"].cell(COUNT), text_cell(s["name"].value), s["node_id"].cell(COUNT)]
-                for s in path["segments"].items()]  # fmt: skip
+    segments = [
+        [
+            text_cell(s["kind"].value),
+            s["start_us"].cell(US),
+            s["end_us"].cell(US),
+            s["nodes"].cell(COUNT),
+            text_cell(s["name"].value),
+            s["node_id"].cell(COUNT),
+        ]
+        for s in path["segments"].items()
+    ]
     names = [[text_cell(item[0].value), item[1].cell(US)] for item in top_names.items()]
     shown = f"{len(segments)} longest of {views['critical_path_segments'].value} segments"
-    return ("<h3>Critical path</h3>" + verdict + table(["kind", "µs"], totals)
-            + table(["kind", "start µs", "end µs", "nodes", "longest node", "node id"],
-                    segments, caption=shown)
-            + table(["name", "µs on the path"], names,
-                    caption="names with the most time"))  # fmt: skip
+    return (
+        "<h3>Critical path</h3>"
+        + verdict
+        + table(["kind", "µs"], totals)
+        + table(
+            ["kind", "start µs", "end µs", "nodes", "longest node", "node id"],
+            segments,
+            caption=shown,
+        )
+        + table(["name", "µs on the path"], names, caption="names with the most time")
+    )
 
 
 def _resources(simulation: At) -> str:
-    rows = [[text_cell(r["resource"].value), r["busy_us"].cell(US), r["utilisation"].cell(RATIO)]
-            for r in simulation["resources"].items()]  # fmt: skip
+    rows = [
+        [text_cell(r["resource"].value), r["busy_us"].cell(US), r["utilisation"].cell(RATIO)]
+        for r in simulation["resources"].items()
+    ]
     return "<h3>Resources (simulated)</h3>" + table(["resource", "busy µs", "utilisation"], rows)

@@ -62,9 +62,11 @@ def render_report_html(
             _agreement(doc)]  # fmt: skip
     body += [rank_section(r, by_rank.get(r["rank"].value), span) for r in ranks]
     body.append(_numbers_note())
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{heading}</title><style>{STYLE}</style></head>"
-            f"<body>{''.join(body)}</body></html>\n")  # fmt: skip
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{heading}</title><style>{STYLE}</style></head>"
+        f"<body>{''.join(body)}</body></html>\n"
+    )
 
 
 def write_report_html(
@@ -85,15 +87,19 @@ def _summary(ranks: list[At]) -> str:
         gpu_total = link.get("gpu_ops_total", 0) - link.get("gpu_ops_outside_window", 0)
         nodes = sum((entry["convert"].value or {}).get("nodes_by_type", {}).values())
         rank = entry["rank"].value
-        rows.append([
-            f'<td><a href="#rank-{rank}">{escape(str(rank))}</a></td>',
-            text_cell(f"{matched:,}/{link.get('host_ops', 0):,}"),
-            text_cell(f"{link.get('gpu_ops_linked', 0):,}/{gpu_total:,}"),
-            f'<td class="n">{nodes:,}</td>',
-            sim["model_only_error_pct"].cell(SIGNED), sim["error_pct"].cell(SIGNED),
-            sim["unexplained_us"].cell(US), sim["simulated_makespan_us"].cell(US),
-            sim["measured_makespan_us"].cell(US),
-        ])  # fmt: skip
+        rows.append(
+            [
+                f'<td><a href="#rank-{rank}">{escape(str(rank))}</a></td>',
+                text_cell(f"{matched:,}/{link.get('host_ops', 0):,}"),
+                text_cell(f"{link.get('gpu_ops_linked', 0):,}/{gpu_total:,}"),
+                f'<td class="n">{nodes:,}</td>',
+                sim["model_only_error_pct"].cell(SIGNED),
+                sim["error_pct"].cell(SIGNED),
+                sim["unexplained_us"].cell(US),
+                sim["simulated_makespan_us"].cell(US),
+                sim["measured_makespan_us"].cell(US),
+            ]
+        )
     return '<section id="summary"><h2>Summary</h2>' + table(SUMMARY_HEADERS, rows) + "</section>"
 
 
@@ -122,13 +128,18 @@ def _what_if(doc: At) -> str:
             rows.append((first if k == 0 else []) + cells)
     headers = ["scenario", "rules", "nodes matched", "rank", "makespan µs", "replay µs",
                "change"]  # fmt: skip
-    notes = [f"<li>{escape(s['name'].value)}: {escape(s['note'].value)}</li>"
-             for s in scenarios if s["note"].value]  # fmt: skip
+    notes = [
+        f"<li>{escape(s['name'].value)}: {escape(s['note'].value)}</li>"
+        for s in scenarios
+        if s["note"].value
+    ]
     listed = f'<ul class="note">{"".join(notes)}</ul>' if notes else ""
-    return (head + '<p class="note">The replay again with durations scaled (rules as '
-            "<code>chakra_sim --scale</code> takes them); change in % of the replay's "
-            f"makespan.</p>{table(headers, rows)}{listed}"
-            f"<figure>{_makespan_chart(doc)}</figure></section>")  # fmt: skip
+    return (
+        head + '<p class="note">The replay again with durations scaled (rules as '
+        "<code>chakra_sim --scale</code> takes them); change in % of the replay's "
+        f"makespan.</p>{table(headers, rows)}{listed}"
+        f"<figure>{_makespan_chart(doc)}</figure></section>"
+    )
 
 
 def _makespan_chart(doc: At) -> str:
@@ -139,45 +150,57 @@ def _makespan_chart(doc: At) -> str:
         values = [("measured", sim.get("measured_makespan_us"), "#555555"),
                   ("replay", sim.get("simulated_makespan_us"), PALETTE[0]),
                   ("model-only", sim.get("model_only_makespan_us"), "#999999")]  # fmt: skip
-        values += [(s["name"], s["ranks"][position]["makespan_us"],
-                    PALETTE[(3 + k) % len(PALETTE)]) for k, s in enumerate(scenarios)]  # fmt: skip
+        values += [
+            (s["name"], s["ranks"][position]["makespan_us"], PALETTE[(3 + k) % len(PALETTE)])
+            for k, s in enumerate(scenarios)
+        ]
         parts = [Part(name, value, color) for name, value, color in values if value is not None]
         groups.append((f"rank {entry['rank']}", parts))
-    return grouped_bars("makespan per rank: measured, replay, model-only and what-if", groups,
-                        "µs")  # fmt: skip
+    return grouped_bars("makespan per rank: measured, replay, model-only and what-if", groups, "µs")
 
 
 def _agreement(doc: At) -> str:
     agreement = doc["agreement"].value or {}
-    counts = [[text_cell(key), f'<td class="n">{value:,}</td>']
-              for key, value in sorted((agreement.get("counts") or {}).items())]  # fmt: skip
+    counts = [
+        [text_cell(key), f'<td class="n">{value:,}</td>']
+        for key, value in sorted((agreement.get("counts") or {}).items())
+    ]
     items = [("groups compared", agreement.get("groups_compared")),
              ("groups not compared", agreement.get("groups_not_compared")),
              ("ranks whose .et was rewritten", agreement.get("ranks_rewritten"))]  # fmt: skip
-    facts = "".join(f"<li>{escape(name)}: {escape(', '.join(map(str, v)) or 'none')}</li>"
-                    for name, v in items if v is not None)  # fmt: skip
+    facts = "".join(
+        f"<li>{escape(name)}: {escape(', '.join(map(str, v)) or 'none')}</li>"
+        for name, v in items
+        if v is not None
+    )
     notes = agreement.get("notes") or []
     problems = agreement.get("disagreements") or []
     listing = "".join(f"<li>{escape(str(n))}</li>" for n in [*problems, *notes])
-    return ('<section id="agreement"><h2>Agreement</h2><h3>Across ranks</h3>'
-            "<p class=\"note\">The i-th collective of a process group is one operation on "
-            f"every rank: what the cross-rank step compared, filled in and found.</p><ul>{facts}"
-            f"</ul>{table(['filled in', 'count'], counts) if counts else ''}"
-            f"{'<ul>' + listing + '</ul>' if listing else ''}"
-            "<h3>Simulated against measured</h3><ul class=\"note\">"
-            "<li><b>replay err</b>: the simulated makespan against the measured one; near 0 "
-            "means the graph replays its measured times.</li><li><b>model-only err</b>: the "
-            "makespan with every [delay] and [idle] node taking no time, against the measured "
-            "one: how much the graph's own ops and dependencies explain.</li>"
-            "<li><b>unexplained µs</b>: [delay] and [idle] time on the replay's critical "
-            "path, measured time the graph does not explain.</li></ul></section>")  # fmt: skip
+    return (
+        '<section id="agreement"><h2>Agreement</h2><h3>Across ranks</h3>'
+        '<p class="note">The i-th collective of a process group is one operation on '
+        f"every rank: what the cross-rank step compared, filled in and found.</p><ul>{facts}"
+        f"</ul>{table(['filled in', 'count'], counts) if counts else ''}"
+        f"{'<ul>' + listing + '</ul>' if listing else ''}"
+        '<h3>Simulated against measured</h3><ul class="note">'
+        "<li><b>replay err</b>: the simulated makespan against the measured one; near 0 "
+        "means the graph replays its measured times.</li><li><b>model-only err</b>: the "
+        "makespan with every [delay] and [idle] node taking no time, against the measured "
+        "one: how much the graph's own ops and dependencies explain.</li>"
+        "<li><b>unexplained µs</b>: [delay] and [idle] time on the replay's critical "
+        "path, measured time the graph does not explain.</li></ul></section>"
+    )
 
 
 def _numbers_note() -> str:
-    rules = "".join(f"<li><code>{escape(unit)}</code>: <code>{escape(form)}</code></li>"
-                    for unit, form in FORMATS.items())  # fmt: skip
-    return ('<section id="numbers"><h2>How numbers are shown</h2><p class="note">Every number '
-            "comes from report.json, formatted by its unit (µs rounded to whole µs; "
-            "'-' where a value is unknown); each cell names the value as a JSON pointer in "
-            f"its <code>data-json</code> attribute and its unit in <code>data-unit</code>:</p>"
-            f'<ul class="note">{rules}</ul></section>')  # fmt: skip
+    rules = "".join(
+        f"<li><code>{escape(unit)}</code>: <code>{escape(form)}</code></li>"
+        for unit, form in FORMATS.items()
+    )
+    return (
+        '<section id="numbers"><h2>How numbers are shown</h2><p class="note">Every number '
+        "comes from report.json, formatted by its unit (µs rounded to whole µs; "
+        "'-' where a value is unknown); each cell names the value as a JSON pointer in "
+        f"its <code>data-json</code> attribute and its unit in <code>data-unit</code>:</p>"
+        f'<ul class="note">{rules}</ul></section>'
+    )

@@ -55,8 +55,18 @@ def _schedule(graph: SimGraph, source: str, starts: np.ndarray, ends: np.ndarray
     begin, finish = starts[known], ends[known]
     origin = float(begin.min()) if len(known) else 0.0
     span = float(finish.max()) - origin if len(known) else 0.0
-    return Schedule(graph.rank, source, origin, span, known, begin, finish,
-                    gpu_resources(graph)[resource], comm[known], unexplained)  # fmt: skip
+    return Schedule(
+        graph.rank,
+        source,
+        origin,
+        span,
+        known,
+        begin,
+        finish,
+        gpu_resources(graph)[resource],
+        comm[known],
+        unexplained,
+    )
 
 
 def simulated_schedule(result: SimResult, rank: int) -> Schedule:

@@ -38,14 +38,18 @@ class Part(msgspec.Struct, frozen=True):
 
 
 def _svg(height: float, body: list[str], title: str) -> str:
-    return (f'<svg width="{WIDTH}" height="{height:.0f}" '
-            f'viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-label="{escape(title)}">'
-            f"<title>{escape(title)}</title>{''.join(body)}</svg>")  # fmt: skip
+    return (
+        f'<svg width="{WIDTH}" height="{height:.0f}" '
+        f'viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-label="{escape(title)}">'
+        f"<title>{escape(title)}</title>{''.join(body)}</svg>"
+    )
 
 
 def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11) -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}">'
-            f"{escape(text)}</text>")  # fmt: skip
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}">'
+        f"{escape(text)}</text>"
+    )
 
 
 def _short(label: str, room: int = 30) -> str:
@@ -76,8 +80,10 @@ def band_panel(title: str, bands: Sequence[Band], span_us: float) -> str:
     for row, band in enumerate(bands):
         base = top + (row + 1) * ROW_H
         body.append(_text(LABEL_W - 6, base - 4, _short(band.label), "end", 10))
-        body.append(f'<rect x="{LABEL_W}" y="{base - ROW_H + 1}" width="{plot_w}" '
-                    f'height="{ROW_H - 2}" fill="#f3f3f3"/>')  # fmt: skip
+        body.append(
+            f'<rect x="{LABEL_W}" y="{base - ROW_H + 1}" width="{plot_w}" '
+            f'height="{ROW_H - 2}" fill="#f3f3f3"/>'
+        )
         path = _step_path(band.values, LABEL_W, plot_w, base - 1, ROW_H - 2)
         body.append(f'<path d="{path}" fill="{band.color}"/>')
     axis = top + len(bands) * ROW_H + 4
@@ -85,8 +91,9 @@ def band_panel(title: str, bands: Sequence[Band], span_us: float) -> str:
         x = LABEL_W + plot_w * k / 4
         body.append(f'<line x1="{x:.1f}" y1="{axis}" x2="{x:.1f}" y2="{axis + 4}" stroke="#555"/>')
         body.append(_text(x, axis + 15, f"{span_us * k / 4:,.0f}", "middle", 10))
-    body.append(_text(LABEL_W + plot_w / 2, axis + 29, "µs since the job's first start",
-                      "middle", 10))  # fmt: skip
+    body.append(
+        _text(LABEL_W + plot_w / 2, axis + 29, "µs since the job's first start", "middle", 10)
+    )
     return _svg(axis + 34, body, title)
 
 
@@ -102,11 +109,16 @@ def stacked_bars(title: str, rows: Sequence[tuple[str, Sequence[Part]]]) -> str:
         for part in parts:
             w = plot_w * max(part.value, 0.0) / whole if whole > 0 else 0.0
             tip = f"<title>{escape(part.label)}</title>"
-            body.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{ROW_H}" '
-                        f'fill="{part.color}">{tip}</rect>')  # fmt: skip
+            body.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{ROW_H}" '
+                f'fill="{part.color}">{tip}</rect>'
+            )
             if w > 40:
-                body.append(_text(x + w / 2, y + ROW_H - 4, f"{100 * part.value / whole:.0f}%",
-                                  "middle", 10))  # fmt: skip
+                body.append(
+                    _text(
+                        x + w / 2, y + ROW_H - 4, f"{100 * part.value / whole:.0f}%", "middle", 10
+                    )
+                )
             x += w
     legend = 24 + len(rows) * (ROW_H + 6) + 6
     body.extend(_legend(rows[0][1] if rows else [], legend))
@@ -134,10 +146,11 @@ def grouped_bars(title: str, groups: Sequence[tuple[str, Sequence[Part]]], unit:
         for part in parts:
             w = plot_w * max(part.value, 0.0) / largest
             body.append(_text(LABEL_W - 6, y + ROW_H - 5, _short(part.label), "end", 10))
-            body.append(f'<rect x="{LABEL_W}" y="{y:.1f}" width="{w:.1f}" height="{ROW_H - 3}" '
-                        f'fill="{part.color}"/>')  # fmt: skip
-            body.append(_text(LABEL_W + w + 4, y + ROW_H - 5, f"{part.value:,.0f} {unit}",
-                              size=10))  # fmt: skip
+            body.append(
+                f'<rect x="{LABEL_W}" y="{y:.1f}" width="{w:.1f}" height="{ROW_H - 3}" '
+                f'fill="{part.color}"/>'
+            )
+            body.append(_text(LABEL_W + w + 4, y + ROW_H - 5, f"{part.value:,.0f} {unit}", size=10))
             y += ROW_H
         y += 8
     return _svg(y + 4, body, title)
