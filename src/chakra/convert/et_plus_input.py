@@ -148,17 +148,7 @@ def load_et_plus(
         if keep_whole is not None and not outline:
             return load_et_plus(path)  # read again, whole: the outline cannot be used
         check_ranges(path, header, nodes)
-        return EtPlusTrace(
-            path=str(path),
-            schema=header.schema,
-            pid=header.pid,
-            time=header.time,
-            start_ts=header.start_ts,
-            finish_ts=header.finish_ts,
-            nodes=nodes,
-            link=header.chakra_link,
-            outline=outline,
-        )
+        return EtPlusTrace.of(path, header, nodes, header.chakra_link, outline)
     del by_lines
     data = read_json_bytes(path)
     with phase(f"loading ET+ {path}", len(data), in_bytes=True) as progress, gc_paused():
@@ -170,16 +160,7 @@ def load_et_plus(
         del nodes, raw  # read again as a host ET
         return _from_host_trace(path, data)
     check_ranges(path, raw, nodes)
-    return EtPlusTrace(
-        path=str(path),
-        schema=raw.schema,
-        pid=raw.pid,
-        time=raw.time,
-        start_ts=raw.start_ts,
-        finish_ts=raw.finish_ts,
-        nodes=nodes,
-        link=raw.chakra_link,
-    )
+    return EtPlusTrace.of(path, raw, nodes, raw.chakra_link)
 
 
 #: Input limits (docs/formats.md): ids below 2^62 (the converter numbers the nodes it adds
@@ -266,16 +247,7 @@ def _from_host_trace(path: PathLike, data: bytes) -> EtPlusTrace:
     sharing = _Sharing(path)
     nodes = [sharing.node(untimed_node(op)) for op in host.ops]
     check_ranges(path, host, nodes)
-    return EtPlusTrace(
-        path=str(path),
-        schema=host.schema,
-        pid=host.pid,
-        time=host.time,
-        start_ts=host.start_ts,
-        finish_ts=host.finish_ts,
-        nodes=nodes,
-        link=None,
-    )
+    return EtPlusTrace.of(path, host, nodes, None)
 
 
 def untimed_node(op: HostOp) -> EtPlusNode:

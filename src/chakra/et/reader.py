@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any, Optional
 
 from google.protobuf.message import DecodeError
@@ -12,6 +11,7 @@ from chakra.errors import EtFormatError, PathLike
 from chakra.et.framing import iter_framed_messages
 from chakra.et.schema import GlobalMetadata, Node
 from chakra.fileio import location, open_binary_input
+from chakra.fileio.scoped import Scoped
 from chakra.progress import reading
 
 #: Why a node message without a name and a type (NodeType 0, ``INVALID_NODE``) is refused,
@@ -26,7 +26,7 @@ def _decode_error(reader: EtReader, what: str, exc: Exception, offset: int) -> E
     )
 
 
-class EtReader:
+class EtReader(Scoped):
     """Read a ``.et`` file: its :attr:`metadata` first, then iterate over its nodes.
 
     Gzip input is recognised by its magic bytes, whatever the file name. Iteration holds one
@@ -93,15 +93,7 @@ class EtReader:
     def close(self) -> None:
         self._stream.close()
 
-    def __enter__(self) -> EtReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
+    def finish(self, succeeded: bool) -> None:
         self.close()
 
 

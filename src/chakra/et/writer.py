@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Any, Optional
 
 from chakra.errors import EtFormatError, FileAccessError, PathLike
 from chakra.et.framing import encode_varint
 from chakra.et.reader import NAMELESS_NODE
 from chakra.fileio import AtomicFile, AtomicGroup, location
+from chakra.fileio.scoped import Scoped
 
 
-class EtWriter:
+class EtWriter(Scoped):
     """Write a ``.et`` file that appears under its name only when :meth:`close` succeeds.
 
     The GlobalMetadata is written on creation; :meth:`write` appends one node. A name ending
@@ -68,16 +68,9 @@ class EtWriter:
         """Discard everything written; an existing file at ``path`` stays as it was."""
         self._output.discard()
 
-    def __enter__(self) -> EtWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
+    def finish(self, succeeded: bool) -> None:
+        """At the end of a ``with`` block: :meth:`close` if it succeeded, else :meth:`abort`."""
+        if succeeded:
             self.close()
         else:
             self.abort()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any, Optional
 
 from chakra.errors import PathLike
@@ -21,6 +20,7 @@ from chakra.et.reader import EtReader
 from chakra.feeder.errors import FeederError, UnknownNodeError
 from chakra.feeder.idset import IdSet
 from chakra.feeder.node import FeederNode
+from chakra.fileio.scoped import Scoped
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_WINDOW_SIZE = 65_536
 
 
-class EtFeeder:
+class EtFeeder(Scoped):
     """Stream an ET file and hand out its nodes once their data dependencies are freed.
 
     Typical simulator loop::
@@ -286,13 +286,5 @@ class EtFeeder:
         self._reader.close()
         self._source = None
 
-    def __enter__(self) -> EtFeeder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
+    def finish(self, succeeded: bool) -> None:
         self.close()

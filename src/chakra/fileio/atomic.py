@@ -25,7 +25,6 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, Optional
 
 from chakra.errors import FileAccessError, PathLike
@@ -37,6 +36,7 @@ from chakra.fileio.location import (
     remove_url,
     temporary_sibling,
 )
+from chakra.fileio.scoped import Scoped
 from chakra.fileio.stale import temporary_prefix
 
 GZIP_SUFFIX = ".gz"
@@ -206,7 +206,7 @@ class _Member(AtomicFile):
 Pending = tuple[str, Location]
 
 
-class AtomicGroup:
+class AtomicGroup(Scoped):
     """Files that appear together or not at all.
 
     :meth:`add` gives an :class:`AtomicFile` whose ``commit`` only closes it and hands it to
@@ -278,16 +278,10 @@ class AtomicGroup:
             remove_temporary(temporary, path)
         self._open, self._pending = {}, []
 
-    def __enter__(self) -> AtomicGroup:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
+    def finish(self, succeeded: bool) -> None:
+        """At the end of a ``with`` block: :meth:`commit` if it succeeded, else
+        :meth:`discard`."""
+        if succeeded:
             self.commit()
         else:
             self.discard()

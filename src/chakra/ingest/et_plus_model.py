@@ -8,6 +8,7 @@ from typing import Any, Optional, Union
 
 import msgspec
 
+from chakra.errors import PathLike
 from chakra.ingest.edges import Edge
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.host_model import HostAttr
@@ -104,6 +105,20 @@ class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):
     nodes: list[EtPlusNode]
     link: Optional[LinkInfo]
     outline: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        path: PathLike,
+        header: Any,
+        nodes: list[EtPlusNode],
+        link: Optional[LinkInfo],
+        outline: bool = False,
+    ) -> EtPlusTrace:
+        """The trace of ``nodes`` at ``path``, with the header fields (schema, pid, time,
+        start_ts, finish_ts) of ``header``: a decoded ET+ header or a HostTrace."""
+        return cls(str(path), header.schema, header.pid, header.time, header.start_ts,
+                   header.finish_ts, nodes, link, outline)  # fmt: skip
 
 
 class NodePayload(msgspec.Struct, frozen=True, gc=False):

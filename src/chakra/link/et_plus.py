@@ -198,13 +198,4 @@ def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
     host = linked.host
     nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
     link = LinkInfo(format=FORMAT, rank=linked.device.rank, dependencies=list(linked.edges))
-    return EtPlusTrace(
-        path=host.path,
-        schema=host.schema,
-        pid=host.pid,
-        time=host.time,
-        start_ts=host.start_ts,
-        finish_ts=host.finish_ts,
-        nodes=nodes,
-        link=link,
-    )
+    return EtPlusTrace.of(host.path, host, nodes, link)
