@@ -10,11 +10,12 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 import chakra
 from chakra.synth import SynthOptions, generate_job
+
+psutil = pytest.importorskip("psutil")  # a test dependency, not the package's
 
 SRC = str(Path(chakra.__file__).resolve().parents[1])
 ENV = {**os.environ, "PYTHONPATH": SRC}
