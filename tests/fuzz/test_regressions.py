@@ -478,3 +478,23 @@ def test_et_plus_inputs_types_not_a_list(fuzz_seeds: Any, tmp_path: Path) -> Non
     target.write_bytes(b"\n".join(lines))
     result, _ = check(convert(target, out_dir(tmp_path), "--rank", "0"))
     assert "Traceback" not in result.stderr
+
+
+def test_process_group_table_nested_100k_deep(base: dict[str, Path], tmp_path: Path) -> None:
+    """Found by the long campaign: JSON nested 100k deep *inside* the process_group:init
+    string (a JSON document in a JSON string, decoded apart from the file) raised a
+    RecursionError in chakra_sim (and every reader of host ETs). Now the table is taken as
+    unreadable, as any malformed table: groups unknown, said in a warning."""
+
+    def edit(nodes: list[dict]) -> None:
+        node = _node_named(nodes, "## process_group:init ##")
+        deep = '{"a":' * handmade.DEEP + "1" + "}" * handmade.DEEP
+        node["inputs"]["values"][0] = f'[{{"pg_name": "0", "ranks": [0, 1]}}, {deep}]'
+
+    host = _host_with(base, tmp_path, edit, "gloo_host")
+    out = out_dir(tmp_path)
+    kineto = FIXTURES / "gloo_2rank" / "rank0.kineto.json.gz"
+    for run in (sim(out, host, options=("--resources", "astra-sim")),
+                convert(host, out, "--rank", "0"), host_link(host, kineto, out)):  # fmt: skip
+        result, _ = check(run)
+        assert "nested too deep to decode; groups unknown" in result.stderr

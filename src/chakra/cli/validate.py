@@ -75,6 +75,8 @@ def _comm_groups(args: argparse.Namespace) -> Optional[frozenset[str]]:
             table = json.loads(stream.read())
     except (OSError, ValueError) as exc:
         raise ChakraError(f"{path}: cannot read the comm-group file ({exc})") from exc
+    except RecursionError:
+        raise ChakraError(f"{path}: cannot read the comm-group file (nested too deep)") from None
     if not isinstance(table, dict):
         raise ChakraError(f'{path}: not a comm-group file ({{"<pg_name>": [ranks]}})')
     return frozenset(str(name) for name in table)

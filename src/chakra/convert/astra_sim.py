@@ -22,6 +22,7 @@ from typing import Optional
 from chakra.errors import ChakraError
 from chakra.fileio import atomic_output
 from chakra.fileio.location import Location
+from chakra.fileio.regular import open_regular_text
 
 _RANK_FILE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et(\.gz)?$")
 
@@ -89,9 +90,12 @@ def add_comm_groups(path: Path, groups: Mapping[str, Sequence[int]]) -> Mapping[
     table: dict[str, list[int]] = {}
     if path.exists():
         try:
-            found = json.loads(path.read_text())
+            with open_regular_text(path) as stream:
+                found = json.loads(stream.read())
         except (OSError, ValueError) as exc:
             raise ChakraError(f"{path}: not a comm-group JSON file ({exc})") from exc
+        except RecursionError:
+            raise ChakraError(f"{path}: not a comm-group JSON file (nested too deep)") from None
         if not isinstance(found, dict) or not all(
             isinstance(r, list) and all(isinstance(i, int) for i in r) for r in found.values()
         ):

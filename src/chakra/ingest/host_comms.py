@@ -58,6 +58,8 @@ def parse_process_groups(inputs: OpArgs) -> tuple[tuple[ProcessGroup, ...], Opti
         raw_groups = PROCESS_GROUPS_DECODER.decode(text)
     except msgspec.DecodeError as exc:
         return (), f"process_group:init is not a valid group list ({exc}); groups unknown"
+    except RecursionError:  # the JSON in the string nests deeper than Python decodes
+        return (), "process_group:init is nested too deep to decode; groups unknown"
     for g in raw_groups:
         problem = group_problem(g.ranks, g.group_size)
         if problem is not None:
