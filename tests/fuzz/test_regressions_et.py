@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from chakra.et import NodeType
 from tests.fuzz import handmade
 from tests.fuzz.checks import (
     case,
@@ -20,7 +21,7 @@ from tests.fuzz.checks import (
     validate,
 )
 from tests.fuzz.et_mutators import field_bytes, field_varint, frame, split_messages
-from tests.fuzz.harness import Case, describe
+from tests.fuzz.harness import Case, Verdict, describe
 from tests.fuzz.targets import TEXT_WORKLOADS
 
 
@@ -160,3 +161,57 @@ def test_timeline_of_graph_without_measured_starts(tmp_path: Path) -> None:
 def test_trace_info_attribute_of_another_kind(base: dict[str, Path], tmp_path: Path) -> None:
     graph = _with_attr(base, tmp_path, "comm_type", field_bytes(14, b""))
     check(Case("trace_info", (str(graph),), (graph,), (), out_dir(tmp_path)))
+
+
+def test_astra_sim_collective_comm_size_of_another_kind(
+    base: dict[str, Path], tmp_path: Path
+) -> None:
+    """Found by the long campaign: ``comm_size`` held as ``bytes_val`` on a collective made
+    ``chakra_sim --resources astra-sim`` fail with a ValueError; now one line names the
+    file, the node and the attribute."""
+
+    def edit(_: Any, nodes: list[Any]) -> None:
+        node = next(n for n in nodes if n.type == NodeType.COMM_COLL_NODE)
+        for attr in node.attr:
+            if attr.name == "comm_size":
+                attr.bytes_val = b"\x00"
+
+    graph = handmade.edit_et(base["et"], tmp_path / "bytes_size.et", edit)
+    result, outcome = check(sim(out_dir(tmp_path), graph, options=("--resources", "astra-sim")))
+    assert outcome.verdict is Verdict.CLEAN_ERROR
+    assert "attribute comm_size holds bytes_val, not an integer" in result.stderr
+
+
+def test_visualizer_attribute_of_another_kind_names_the_file(
+    base: dict[str, Path], tmp_path: Path
+) -> None:
+    """Found by the long campaign: ``duration_ns`` as ``float_val`` gave chakra_visualizer
+    an error naming the node but not the file."""
+
+    def edit(_: Any, nodes: list[Any]) -> None:
+        node = next(n for n in nodes if any(a.name == "duration_ns" for a in n.attr))
+        next(a for a in node.attr if a.name == "duration_ns").float_val = -1.5
+
+    graph = handmade.edit_et(base["et"], tmp_path / "float_duration.et", edit)
+    out = out_dir(tmp_path)
+    target = out / "graph.dot"
+    result, outcome = check(Case("visualizer", ("--input_filename", str(graph),
+                                                "--output_filename", str(target)),
+                                 (graph,), (target,), out))  # fmt: skip
+    assert outcome.verdict is Verdict.CLEAN_ERROR
+    assert str(graph) in result.stderr and "duration_ns" in result.stderr
+
+
+def test_a_repeated_stream_of_another_kind(base: dict[str, Path], tmp_path: Path) -> None:
+    """Found by the long campaign: a GPU node with a second ``stream`` attribute held as
+    ``bytes_val``. chakra_validate checked the first copy only and accepted the file;
+    chakra_sim reads the last and refused it. Now chakra_validate checks every copy."""
+
+    def edit(_: Any, nodes: list[Any]) -> None:
+        node = next(n for n in nodes if any(a.name == "stream" for a in n.attr))
+        node.attr.add(name="stream", bytes_val=b"x" * 12)
+
+    graph = handmade.edit_et(base["et"], tmp_path / "two_streams.et", edit)
+    accepted_then_simulated(out_dir(tmp_path), graph)
+    result, _ = check(validate(out_dir(tmp_path), graph))
+    assert result.returncode == 1 and "holds stream as bytes_val" in result.stdout

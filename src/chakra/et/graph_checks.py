@@ -157,7 +157,10 @@ def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
             type_name = NodeType(node_type).name if node_type in _VALID_TYPES else node_type
             message = f"{_label(node.id, node.name)} of type {type_name} has no {name} attribute"
             problems.append(Problem("missing_attr", node.id, message))
-    for name, attr in present.items():
+    for attr in node.attr:  # every copy of a name: readers differ on which one counts
+        name = attr.name
+        if name not in FEEDER_ATTR_KINDS:
+            continue
         wanted = FEEDER_ATTR_KINDS[name]
         found = attr.WhichOneof("value")
         if found != wanted:

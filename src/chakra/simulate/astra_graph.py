@@ -34,6 +34,7 @@ from chakra.simulate.model import (
     SimulationError,
     assemble_graph,
     check_durations,
+    int_value,
     node_error,
     repeated_id_error,
 )
@@ -45,6 +46,7 @@ logger = logging.getLogger(__name__)
 SHORTEST_US = 0.001
 _READ = frozenset({"is_cpu_op", "comm_type", "comm_size", "pg_name", "comm_src", "comm_dst",
                    "comm_tag"})  # fmt: skip
+_INTEGERS = frozenset({"comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag"})
 _INSTANT = (int(NodeType.INVALID_NODE), int(NodeType.METADATA_NODE))
 _SEND, _RECV = int(NodeType.COMM_SEND_NODE), int(NodeType.COMM_RECV_NODE)
 _COLL = int(NodeType.COMM_COLL_NODE)
@@ -76,7 +78,7 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
             names.append(node.name)
             start = node.start_time_micros
             measured.append(float(start) if start else -1.0)
-            values = {a.name: attr_value(a) for a in node.attr if a.name in _READ}
+            values = _values(node)
             kind = node.type
             durations.append(_duration_us(kind, node.duration_micros))
             resource.append(_slot(slots, resources, kind, bool(values.get("is_cpu_op"))))
@@ -115,6 +117,21 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
     return assemble_graph(
         rank, ids, names, durations, measured, resource, resources, deps, dep_start, comm
     )
+
+
+def _values(node: Any) -> dict[str, Any]:
+    """The attributes ASTRA-sim's model reads; an integer one of another kind raises
+    SimulationError naming the node (chakra_validate reports it as ``wrong_attr_kind``)."""
+    values = {}
+    for attr in node.attr:
+        if attr.name in _INTEGERS:
+            try:
+                values[attr.name] = int_value(attr)
+            except SimulationError as exc:
+                raise node_error(node, exc) from None
+        elif attr.name in _READ:
+            values[attr.name] = attr_value(attr)
+    return values
 
 
 def _duration_us(kind: int, duration_micros: int) -> float:

@@ -193,7 +193,7 @@ def _value(attr: Any) -> Any:
     return getattr(attr, kind) if kind is not None else None
 
 
-def _int_value(attr: Any) -> Optional[int]:
+def int_value(attr: Any) -> Optional[int]:
     """An integer attribute whose nonzero member is not ``int64_val``: its value, whichever
     integer kind holds it (None when unset). Raises SimulationError for another kind."""
     kind = attr.WhichOneof("value")
@@ -295,13 +295,13 @@ class _NodeReader:
             elif name == "runs_on_host":
                 on_host = attr.bool_val or _value(attr)
             elif name == "tid":
-                tid = attr.int64_val or _int_value(attr)
+                tid = attr.int64_val or int_value(attr)
             elif name == "duration_ns":
-                duration_ns = attr.int64_val or _int_value(attr)
+                duration_ns = attr.int64_val or int_value(attr)
             elif name == "stream":
-                stream = attr.int64_val or _int_value(attr)
+                stream = attr.int64_val or int_value(attr)
             elif name == "device":
-                device = attr.int64_val or _int_value(attr)
+                device = attr.int64_val or int_value(attr)
             elif name == "segment_of":
                 self._segment_of(position, _value(attr))
             else:  # the communication attributes

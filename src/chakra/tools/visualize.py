@@ -20,11 +20,11 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import networkx as nx
 
-from chakra.errors import PathLike, VisualizerError
+from chakra.errors import AttributeKindError, EtFormatError, PathLike, VisualizerError
 from chakra.et import EtReader
 from chakra.fileio import atomic_output
 from chakra.tools.name_filter import compile_filter
@@ -118,6 +118,15 @@ def output_format(path: PathLike) -> str:
     return suffix
 
 
+def _viz_node(path: PathLike, node: Any) -> VizNode:
+    """What the drawing needs of ``node``; an attribute of the wrong kind names the file."""
+    try:
+        shown = (node_type_name(node.type), placement(node), duration_us(node))
+    except AttributeKindError as exc:
+        raise EtFormatError(path, f"node {node.id} ({node.name}): {exc}") from None
+    return VizNode(node.id, node.name, tuple(node.data_deps), tuple(node.ctrl_deps), *shown)
+
+
 def select_nodes(path: PathLike, selection: Selection, max_nodes: int) -> list[VizNode]:
     """Stream ``path`` and keep the selected nodes; more than ``max_nodes`` raises."""
     pattern = compile_filter(selection.name_pattern) if selection.name_pattern else None
@@ -125,17 +134,7 @@ def select_nodes(path: PathLike, selection: Selection, max_nodes: int) -> list[V
     with EtReader(path) as reader:
         for node in reader:
             if selection.matches(node.id, node.name, pattern):
-                chosen.append(
-                    VizNode(
-                        node.id,
-                        node.name,
-                        tuple(node.data_deps),
-                        tuple(node.ctrl_deps),
-                        node_type_name(node.type),
-                        placement(node),
-                        duration_us(node),
-                    )
-                )
+                chosen.append(_viz_node(path, node))
                 if len(chosen) > max_nodes:
                     raise VisualizerError(
                         f"{path} has more than {max_nodes} nodes to draw; select fewer with"
