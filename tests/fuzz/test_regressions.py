@@ -498,3 +498,22 @@ def test_process_group_table_nested_100k_deep(base: dict[str, Path], tmp_path: P
                 convert(host, out, "--rank", "0"), host_link(host, kineto, out)):  # fmt: skip
         result, _ = check(run)
         assert "nested too deep to decode; groups unknown" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["collective_name", "dtype", "pg_name", "pg_size",
+                                  "in_msg_nelems"])  # fmt: skip
+def test_et_plus_comm_attr_of_another_type(base: dict[str, Path], tmp_path: Path,
+                                           name: str) -> None:  # fmt: skip
+    """Found by the long campaign: a ``record_param_comms`` attr holding a number where a
+    string is expected (``collective_name`` = 2^63-1) made chakra_converter fail with an
+    AttributeError. Each such attr, of the wrong type, now reads as unknown."""
+
+    def edit(node: dict) -> None:
+        for attr in node["attrs"]:
+            if attr["name"] == name:
+                attr["value"] = 2**63 - 1 if isinstance(attr["value"], str) else "x"
+
+    source = handmade.edit_et_plus(base["et_plus"], tmp_path / "comm_attr.json", edit,
+                                   has=b'"record_param_comms"')  # fmt: skip
+    result, _ = check(convert(source, out_dir(tmp_path)))
+    assert "Traceback" not in result.stderr

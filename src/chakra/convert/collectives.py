@@ -58,8 +58,9 @@ def normalise(name: str) -> str:
 
 def kind_from_name(name: Optional[str], *, exact: bool = True) -> Optional[object]:
     """The kind a collective/op name denotes; ``exact`` requires the whole (normalised) name
-    to be a known one, otherwise the longest known name it contains wins (kernel names)."""
-    if not name:
+    to be a known one, otherwise the longest known name it contains wins (kernel names).
+    A value that is no string (an attribute written with another type) names nothing."""
+    if not name or not isinstance(name, str):
         return None
     key = normalise(name)
     if exact:
@@ -81,4 +82,7 @@ def kernel_kind(kernel_name: str) -> Optional[object]:
 
 
 def dtype_bytes(dtype: Optional[str]) -> Optional[int]:
-    return DTYPE_BYTES.get(dtype.lower().replace("torch.", "")) if dtype else None
+    """Bytes per element of a dtype name (None: unknown, or no string)."""
+    if not dtype or not isinstance(dtype, str):
+        return None
+    return DTYPE_BYTES.get(dtype.lower().replace("torch.", ""))
