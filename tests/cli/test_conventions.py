@@ -14,7 +14,7 @@ import pytest
 
 from chakra.convert import ConvertOptions, convert_file
 from chakra.link.batch import link_files
-from chakra.link.model import LinkOptions
+from chakra.link.linked_trace import LinkOptions
 from chakra.synth import SynthOptions, generate_job
 
 TOOLS = ("converter", "generator", "jsonizer", "pipeline", "sim", "synth",

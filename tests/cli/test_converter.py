@@ -13,7 +13,7 @@ import pytest
 
 from chakra.et import read_et
 from chakra.link.batch import link_files
-from chakra.link.model import LinkOptions
+from chakra.link.linked_trace import LinkOptions
 from chakra.synth import SynthOptions, generate_job
 
 

@@ -13,7 +13,7 @@ from chakra.errors import ChakraError
 from chakra.et import NodeType, get_bool_attr, get_int_attr, get_str_attr, read_et
 from chakra.et.graph_checks import ValidationOptions, validate_nodes
 from chakra.link.batch import link_files
-from chakra.link.model import LinkOptions
+from chakra.link.linked_trace import LinkOptions
 from tests.conftest import REPO_ROOT
 
 HOST_ETS = ["chakra/allgather.1.0.2.host_et.json.gz", "param/resnet_1gpu.1.0.3.host_et.json.gz",

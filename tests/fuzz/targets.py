@@ -70,7 +70,7 @@ def build_seeds(folder: Path) -> Seeds:
     """Link, convert and simulate the fixtures into ``folder``: the seeds of every format."""
     from chakra.convert import ConvertOptions, convert_file
     from chakra.link.batch import link_files
-    from chakra.link.model import LinkOptions
+    from chakra.link.linked_trace import LinkOptions
     from chakra.ranks.files import simulate_agreed
     from chakra.simulate.timeline import chrome_trace
     from chakra.synth import SynthOptions, generate_job

@@ -10,7 +10,7 @@ import pytest
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link import EdgeKind, LinkOptions, link_traces
 from chakra.link.et_plus import write_et_plus
-from chakra.link.model import WindowChoice
+from chakra.link.linked_trace import WindowChoice
 from tests.conftest import REPO_ROOT
 
 FIXTURES = REPO_ROOT / "tests" / "data" / "pytorch213"

@@ -10,8 +10,8 @@ from typing import Any, Optional
 
 from chakra.et.attributes import INTEGER_KINDS
 from chakra.et.schema import NodeType
-from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph, SimulationError
 from chakra.simulate.resources import Resource
+from chakra.simulate.sim_graph import NO_RESOURCE, CommKey, SimGraph, SimulationError
 
 COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.simulate.meeting import member_ends
-from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph, SimulationError
 from chakra.simulate.network import NetworkModel
+from chakra.simulate.sim_graph import NO_RESOURCE, CommKey, SimGraph, SimulationError
 
 INF = float("inf")
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from chakra.simulate.meeting import member_ends
-from chakra.simulate.model import CommKey, Recorded
 from chakra.simulate.network import NetworkModel
+from chakra.simulate.sim_graph import CommKey, Recorded
 
 KEY = CommKey("0", 0, comm_type=0, size_bytes=1 << 20)
 

@@ -20,7 +20,7 @@ from chakra.errors import ChakraError, UsageError
 from chakra.fileio import AtomicGroup
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
-from chakra.link.model import LinkOptions, LinkReport, RankResult
+from chakra.link.linked_trace import LinkOptions, LinkReport, RankResult
 from chakra.link.report import render_table, write_rank_reports, write_report
 
 logger = logging.getLogger(__name__)

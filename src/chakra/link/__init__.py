@@ -2,8 +2,7 @@
 timing, GPU ops as child nodes with their stream, and the evidence of every dependency)."""
 
 from chakra.link.et_plus import as_et_plus, write_et_plus
-from chakra.link.linker import LinkError, link_traces
-from chakra.link.model import (
+from chakra.link.linked_trace import (
     Edge,
     EdgeKind,
     GpuNode,
@@ -12,6 +11,7 @@ from chakra.link.model import (
     LinkOptions,
     LinkReport,
 )
+from chakra.link.linker import LinkError, link_traces
 
 __all__ = [
     "Edge",

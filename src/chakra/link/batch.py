@@ -21,8 +21,8 @@ from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.ingest.detect import peek_rank
 from chakra.link.et_plus import write_et_plus
+from chakra.link.linked_trace import LinkOptions, LinkReport, RankResult
 from chakra.link.linker import link_traces
-from chakra.link.model import LinkOptions, LinkReport, RankResult
 from chakra.link.report import check_coverage, missing_parts
 from chakra.workers import process_pool
 

@@ -23,7 +23,7 @@ from chakra.errors import ChakraError
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent, ProfilerStep
 from chakra.ingest.host_model import HostOp, HostTrace
 from chakra.link.alignment import align_from, best_windows
-from chakra.link.model import JoinStrategy, LinkOptions, LinkWindow, WindowChoice
+from chakra.link.linked_trace import JoinStrategy, LinkOptions, LinkWindow, WindowChoice
 from chakra.link.nesting import program_order_key
 from chakra.link.program_order import join_by_program_order
 from chakra.link.verify import verify_matches

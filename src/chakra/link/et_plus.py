@@ -24,7 +24,7 @@ from chakra.fileio import AtomicGroup, atomic_output
 from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo
 from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
-from chakra.link.model import GpuNode, LinkedTrace
+from chakra.link.linked_trace import GpuNode, LinkedTrace
 from chakra.link.report import report_fields
 from chakra.progress import tracked
 

@@ -17,7 +17,7 @@ from chakra.ingest.vocabulary import (
     copies_pageable_memory,
     runtime_kind,
 )
-from chakra.link.model import Edge, EdgeKind, GpuNode, Number
+from chakra.link.linked_trace import Edge, EdgeKind, GpuNode, Number
 from chakra.link.nesting import ThreadNesting
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Optional, Union
 
 from chakra.ingest.device_model import KinetoEvent
-from chakra.link.model import GpuLinkStrategy, GpuNode, LinkWindow
+from chakra.link.linked_trace import GpuLinkStrategy, GpuNode, LinkWindow
 from chakra.link.nesting import ThreadNesting
 
 NCCL_OP_PREFIX = "nccl:"

@@ -24,7 +24,7 @@ from chakra.link.evidence import (
     stream_order_edges,
 )
 from chakra.link.gpu_link import GpuLinker
-from chakra.link.model import (
+from chakra.link.linked_trace import (
     CpuMatch,
     Edge,
     EdgeKind,

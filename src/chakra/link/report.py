@@ -10,7 +10,7 @@ import msgspec
 from chakra.errors import CoverageError, PathLike
 from chakra.fileio import AtomicGroup, atomic_output
 from chakra.ingest.json_input import dump_finite
-from chakra.link.model import LinkReport, RankResult
+from chakra.link.linked_trace import LinkReport, RankResult
 
 
 def report_fields(report: LinkReport) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from chakra.ingest.host_model import HostOp, HostTrace
-from chakra.link.model import CpuMatch
+from chakra.link.linked_trace import CpuMatch
 from chakra.link.nesting import ThreadNesting
 
 

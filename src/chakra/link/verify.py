@@ -17,7 +17,7 @@ import msgspec
 
 from chakra.ingest.device_model import CLOCK_RESOLUTION_US, KinetoEvent
 from chakra.ingest.host_model import HostOp
-from chakra.link.model import Edge, EdgeKind, GpuNode, JoinStrategy, Number
+from chakra.link.linked_trace import Edge, EdgeKind, GpuNode, JoinStrategy, Number
 
 
 class Verification(msgspec.Struct, frozen=True):

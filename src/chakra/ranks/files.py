@@ -18,9 +18,9 @@ from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader, EtWriter, NodeType, get_attr, set_attr
 from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.ranks.agree import P2P, Agreement, CommRecord, Fill, agree
-from chakra.simulate.model import SimGraph, SimulationError, build_graph
 from chakra.simulate.replay import SimOptions, simulate
 from chakra.simulate.run import load_graph
+from chakra.simulate.sim_graph import SimGraph, SimulationError, build_graph
 from chakra.simulate.sim_result import SimResult
 
 logger = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ import msgspec
 import numpy as np
 
 from chakra.errors import ChakraError
-from chakra.simulate.model import NO_RESOURCE, SimGraph
 from chakra.simulate.resources import gpu_mask
+from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import PathEntry, SimResult
 from chakra.simulate.times import rerun
 

@@ -28,7 +28,7 @@ from chakra.simulate.astra_network import AstraRing
 from chakra.simulate.engine import Engine
 from chakra.simulate.events import EventSimulation
 from chakra.simulate.meeting import Meeting
-from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph
+from chakra.simulate.sim_graph import NO_RESOURCE, CommKey, SimGraph
 
 
 class AstraEngine(Engine):

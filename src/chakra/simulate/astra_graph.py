@@ -1,4 +1,4 @@
-"""ASTRA-sim's view of a Chakra ET graph, as a :class:`~chakra.simulate.model.SimGraph`: what
+"""ASTRA-sim's view of a Chakra ET graph, as a :class:`~chakra.simulate.sim_graph.SimGraph`: what
 its Chakra feeder (v3) and ``Workload``/``HardwareResource`` read of each node.
 
 - Dependencies: ``data_deps`` and ``ctrl_deps`` alike (the feeder enforces both).
@@ -27,7 +27,8 @@ from typing import Any
 from chakra.et.attributes import attr_value
 from chakra.et.schema import CollectiveCommType, NodeType
 from chakra.simulate.astra_network import RING_COLLECTIVES
-from chakra.simulate.model import (
+from chakra.simulate.resources import Resource
+from chakra.simulate.sim_graph import (
     NO_RESOURCE,
     CommKey,
     SimGraph,
@@ -38,7 +39,6 @@ from chakra.simulate.model import (
     node_error,
     repeated_id_error,
 )
-from chakra.simulate.resources import Resource
 
 logger = logging.getLogger(__name__)
 

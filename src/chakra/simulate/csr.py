@@ -2,11 +2,11 @@
 predecessor rows transposed into successor rows (both as compressed rows: ``start[i]:
 start[i+1]`` slices the flat array).
 
-The inputs are the arrays :func:`chakra.simulate.model.build_graph` fills while it reads the
+The inputs are the arrays :func:`chakra.simulate.sim_graph.build_graph` fills while it reads the
 nodes: ``ids`` (``array('q')``, one per node, never negative), ``deps`` (``array('Q')``, every
 node's ``data_deps`` one after the other, as the protobuf's uint64) and ``dep_start``
 (``array('q')``: node ``i``'s dependencies are ``deps[dep_start[i]:dep_start[i+1]]``).
-Outputs are ``array('q')``, the type :class:`~chakra.simulate.model.SimGraph` declares.
+Outputs are ``array('q')``, the type :class:`~chakra.simulate.sim_graph.SimGraph` declares.
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ import numpy as np
 
 from chakra.progress import phase
 from chakra.simulate.events import EventSimulation
-from chakra.simulate.model import SimGraph
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.order import resource_orders, take_order
+from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sweep import sweep
 
 

@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from chakra.simulate.model import CommKey, Recorded, SimGraph
 from chakra.simulate.network import NetworkModel
+from chakra.simulate.sim_graph import CommKey, Recorded, SimGraph
 
 
 class Meeting:

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 
 
 def take_order(graph: SimGraph) -> np.ndarray:

@@ -18,9 +18,9 @@ import numpy as np
 
 from chakra.errors import ChakraError, PathLike, PlotFormatError
 from chakra.fileio import atomic_output
-from chakra.simulate.model import SimGraph
 from chakra.simulate.resources import display_order
 from chakra.simulate.result import RankResult
+from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
 
 BINS = 200

@@ -19,9 +19,9 @@ import msgspec
 
 from chakra.simulate.analysis import ScaleRule, critical_path, scaled_graphs
 from chakra.simulate.astra_network import AstraRing
-from chakra.simulate.model import SimGraph
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.result import rank_results
+from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
 from chakra.simulate.times import run_graphs
 

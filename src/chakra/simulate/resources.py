@@ -3,7 +3,7 @@
 As in SimPy's ``Resource`` (capacity 1), a node that wants a resource another node holds
 waits; unlike SimPy's, whose queue grants requests as they arrive, a resource here serves
 its nodes in an issue order decided before the run. In the default model
-(:func:`chakra.simulate.model.build_graph`) that order is fixed by the graph: every host
+(:func:`chakra.simulate.sim_graph.build_graph`) that order is fixed by the graph: every host
 thread and GPU stream runs its nodes in the order :func:`chakra.simulate.order.take_order`
 takes them (measured start, then id), whatever order they become ready in. ASTRA-sim's
 slots (:func:`chakra.simulate.astra_graph.build_astra_graph`) take instead the ready node

@@ -8,7 +8,7 @@ from typing import Optional
 import msgspec
 
 from chakra.simulate.analysis import model_only, unexplained_on_path
-from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import RankResult, ResourceUse, SimResult
 
 __all__ = ["RankResult", "ResourceUse", "rank_results"]

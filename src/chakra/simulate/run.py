@@ -13,8 +13,8 @@ from chakra.et.reader import EtReader
 from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.simulate.astra_graph import build_astra_graph
 from chakra.simulate.astra_network import AstraRing
-from chakra.simulate.model import SimGraph, SimulationError, build_graph
 from chakra.simulate.replay import SimOptions, simulate
+from chakra.simulate.sim_graph import SimGraph, SimulationError, build_graph
 from chakra.simulate.sim_result import SimResult
 from chakra.simulate.timeline import chrome_trace as chrome_trace  # re-exported
 

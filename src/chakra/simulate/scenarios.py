@@ -20,9 +20,9 @@ import msgspec
 
 from chakra.errors import ChakraError
 from chakra.simulate.analysis import ScaleRule
-from chakra.simulate.model import SimGraph
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.replay import what_if_of
+from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
 
 logger = logging.getLogger(__name__)

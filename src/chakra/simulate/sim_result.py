@@ -11,8 +11,8 @@ import msgspec
 import numpy as np
 
 from chakra.simulate.astra_network import AstraRing
-from chakra.simulate.model import SimGraph
 from chakra.simulate.network import NetworkModel
+from chakra.simulate.sim_graph import SimGraph
 
 
 class ResourceUse(msgspec.Struct, frozen=True):

@@ -25,8 +25,8 @@ from typing import Optional
 import numpy as np
 
 from chakra.simulate.meeting import meetings, member_ends
-from chakra.simulate.model import NO_RESOURCE, SimGraph
 from chakra.simulate.network import NetworkModel
+from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 
 
 class _RankPass:

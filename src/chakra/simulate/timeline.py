@@ -33,8 +33,8 @@ import msgspec
 from chakra.fileio.json_document import JsonDocument
 from chakra.simulate.analysis import critical_chain
 from chakra.simulate.meeting import START_RESOLUTION_US
-from chakra.simulate.model import NO_RESOURCE, SimGraph
 from chakra.simulate.resources import device_count
+from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
 from chakra.simulate.timeline_flows import flow_events, to_ns, to_us
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Optional
 
-from chakra.simulate.model import NO_RESOURCE, CommKey, SimGraph
 from chakra.simulate.resources import Resource
+from chakra.simulate.sim_graph import NO_RESOURCE, CommKey, SimGraph
 from chakra.simulate.sim_result import SimResult
 
 #: The flow kinds, as the events name them.

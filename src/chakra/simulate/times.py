@@ -10,8 +10,8 @@ from typing import Optional
 from chakra.simulate.astra_events import AstraEngine
 from chakra.simulate.astra_network import AstraRing
 from chakra.simulate.engine import Engine
-from chakra.simulate.model import SimGraph
 from chakra.simulate.network import NetworkModel
+from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult, frozen_times
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from chakra.simulate.model import SimGraph
+from chakra.simulate.sim_graph import SimGraph
 
 
 def untimed_communication(graphs: Iterable[SimGraph]) -> int:

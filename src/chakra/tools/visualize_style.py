@@ -2,7 +2,7 @@
 
 A label has three lines: the node's short name (:func:`short_name`), its type and resource
 (``COMP · stream 7``, ``COMM_COLL · thread 3``) and its duration in µs. The fill says where
-the node runs, as the simulator places it (``chakra.simulate.model``): host ops
+the node runs, as the simulator places it (``chakra.simulate.sim_graph``): host ops
 (``is_cpu_op``, the default, or ``runs_on_host``) on their thread ``tid``, in shades of blue;
 GPU nodes on their ``stream`` (``d1 stream 7`` on a device other than 0), one hue per stream
 from pastel greens, yellows and purples; communication nodes (collectives, sends, receives)

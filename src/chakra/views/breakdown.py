@@ -9,7 +9,7 @@ from typing import Optional
 import msgspec
 import numpy as np
 
-from chakra.simulate.model import SimGraph
+from chakra.simulate.sim_graph import SimGraph
 from chakra.views.intervals import covered
 from chakra.views.schedule import Schedule
 

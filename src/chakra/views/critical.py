@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from chakra.simulate.analysis import DELAY, critical_chain
-from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
 
 CPU, GPU, COMMUNICATION, LAUNCH = "cpu", "gpu", "communication", "launch"

@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 
 from chakra.simulate.analysis import DELAY
-from chakra.simulate.model import NO_RESOURCE, SimGraph
+from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
 
 TOLERANCE_US = 1e-9

@@ -9,8 +9,8 @@ import msgspec
 import numpy as np
 
 from chakra.simulate.analysis import DELAY, IDLE
-from chakra.simulate.model import SimGraph
 from chakra.simulate.resources import gpu_mask
+from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
 
 SIMULATED, MEASURED = "simulated", "measured"
