@@ -21,8 +21,8 @@ from chakra.synth.jsonstream import TimeFormat
 from chakra.synth.kineto_writer import KinetoWriter
 from chakra.synth.options import SynthOptions
 from chakra.synth.program import JobPlan, plan_job
+from chakra.synth.rank_state import CollectiveArrival, rank_identity
 from chakra.synth.records import EtNode, GpuRecord, HostOpRecord, RuntimeRecord, SyncRecord
-from chakra.synth.timeline import CollectiveArrival, rank_identity
 from chakra.synth.timing import RankEngine
 from chakra.synth.truth_writer import JobCollective, TruthWriter, write_job_truth
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from chakra.synth import transformer, workers
+from chakra.synth import transformer, worker_threads
 from chakra.synth.options import SynthOptions, scale_ns
 from chakra.synth.records import (
     CollectiveCall,
@@ -372,7 +372,7 @@ def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
     the prologue, and a gloo all_reduce is issued before the optimizer and waited for after."""
     counters = _Counters()
     threads = plan.options.worker_threads
-    gloo = workers.gloo_group(plan.options.ranks)
+    gloo = worker_threads.gloo_group(plan.options.ranks)
     for step in range(plan.options.steps):
         yield Gap(40 * US, 120 * US)
         yield OpBegin(
@@ -380,7 +380,7 @@ def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
         )
         yield Gap(5 * US, 15 * US)
         if threads:
-            yield from workers.data_loader_actions()
+            yield from worker_threads.data_loader_actions()
         yield from _step_prologue(counters)
         yield from _forward(plan, rank, counters)
         yield SwitchThread(1, 15 * US, 40 * US)
@@ -388,10 +388,12 @@ def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
         yield from _backward(plan, rank, counters, last_reduce, scatter_done)
         yield SwitchThread(0, 10 * US, 30 * US)
         if threads:
-            yield from workers.gloo_allreduce_actions(_call(counters, plan, "all_reduce", gloo))
+            yield from worker_threads.gloo_allreduce_actions(
+                _call(counters, plan, "all_reduce", gloo)
+            )
         yield from _optimizer((last_reduce, scatter_done))
         if threads:
-            yield from workers.gloo_wait_actions()
+            yield from worker_threads.gloo_wait_actions()
         yield Gap(5 * US, 20 * US)
         yield from _epilogue(counters, plan.options.pageable_async_copy)
         yield _END

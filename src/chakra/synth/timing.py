@@ -16,6 +16,16 @@ import msgspec
 
 from chakra.synth.options import scale_ns
 from chakra.synth.program import US, JobPlan, rank_actions
+from chakra.synth.rank_state import (
+    CORRELATION_BASE,
+    CollectiveArrival,
+    EventState,
+    OpenOp,
+    RankSink,
+    StreamState,
+    rank_identity,
+    rank_seed,
+)
 from chakra.synth.records import (
     AwaitCpuCollective,
     CpuCollective,
@@ -33,16 +43,6 @@ from chakra.synth.records import (
     StreamSync,
     StreamWait,
     SwitchThread,
-)
-from chakra.synth.timeline import (
-    CORRELATION_BASE,
-    CollectiveArrival,
-    EventState,
-    OpenOp,
-    RankSink,
-    StreamState,
-    rank_identity,
-    rank_seed,
 )
 from chakra.synth.timing_sync import SyncHandlers
 from chakra.synth.timing_workers import WorkerThreads

@@ -11,6 +11,7 @@ from typing import Optional
 import msgspec
 
 from chakra.synth.program import US
+from chakra.synth.rank_state import EventState
 from chakra.synth.records import (
     DeviceSync,
     EventRecord,
@@ -19,7 +20,6 @@ from chakra.synth.records import (
     StreamWait,
     SyncRecord,
 )
-from chakra.synth.timeline import EventState
 from chakra.synth.vocabulary import SyncKind
 
 

@@ -14,15 +14,15 @@ from __future__ import annotations
 from typing import Optional
 
 from chakra.synth.program import US
+from chakra.synth.rank_state import OpenOp
 from chakra.synth.records import (
     AwaitCpuCollective,
     CpuCollective,
     HostOpRecord,
     OpBegin,
 )
-from chakra.synth.timeline import OpenOp
 from chakra.synth.vocabulary import SCOPE_USER, Category
-from chakra.synth.workers import GLOO_WORKER_THREAD
+from chakra.synth.worker_threads import GLOO_WORKER_THREAD
 
 #: (gloo op start, view start, view end, arrival at the meeting), ns.
 WorkerSpans = tuple[int, int, int, int]
