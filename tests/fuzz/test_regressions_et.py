@@ -215,3 +215,18 @@ def test_a_repeated_stream_of_another_kind(base: dict[str, Path], tmp_path: Path
     accepted_then_simulated(out_dir(tmp_path), graph)
     result, _ = check(validate(out_dir(tmp_path), graph))
     assert result.returncode == 1 and "holds stream as bytes_val" in result.stdout
+
+
+def test_duration_ns_just_below_2_63(base: dict[str, Path], tmp_path: Path) -> None:
+    """Found by the long campaign: ``duration_ns`` = 2^63-1 (as ``sint64_val``). It is below
+    2^63, so chakra_validate accepted it; chakra_sim keeps durations as float µs, where it
+    rounds up to 2^63 ns, and refused it. chakra_validate now applies the same test."""
+
+    def edit(_: Any, nodes: list[Any]) -> None:
+        node = next(n for n in nodes if any(a.name == "duration_ns" for a in n.attr))
+        next(a for a in node.attr if a.name == "duration_ns").sint64_val = 2**63 - 1
+
+    graph = handmade.edit_et(base["et"], tmp_path / "long_ns.et", edit)
+    accepted_then_simulated(out_dir(tmp_path), graph)
+    result, _ = check(validate(out_dir(tmp_path), graph))
+    assert result.returncode == 1 and "duration_ns 9223372036854775807" in result.stdout
