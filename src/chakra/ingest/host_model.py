@@ -67,6 +67,7 @@ def _tensors_in(value: Any, type_name: str) -> Iterator[TensorRef]:
                 stack.append(iter(item))
 
 
+_NULL_JSON = msgspec.Raw(b"null")
 _EMPTY_ARGS_JSON = msgspec.Raw(b'{"values":[],"shapes":[],"types":[]}')
 
 
@@ -139,11 +140,14 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
         """The object as ET+ writes it: ``values``, ``shapes``, ``types`` and, when
         present, ``strides``, in that order, compact."""
         parts = self.parts()
-        text = [b'{"values":', bytes(parts.values), b',"shapes":', bytes(parts.shapes),
-                b',"types":', bytes(parts.types)]  # fmt: skip
-        if bytes(parts.strides) != b"null":
-            text += [b',"strides":', bytes(parts.strides)]
-        return msgspec.Raw(b"".join(text) + b"}")
+        # Raw is a buffer: joined without copies (one call per tensor list of every host op;
+        # benchmarks/run_all.py, link column).
+        text = [b'{"values":', parts.values, b',"shapes":', parts.shapes,
+                b',"types":', parts.types]  # fmt: skip
+        if parts.strides != _NULL_JSON:
+            text += [b',"strides":', parts.strides]
+        text.append(b"}")
+        return msgspec.Raw(b"".join(text))
 
     def parts(self) -> _ArgParts:
         """The four lists as raw JSON (``strides`` is ``null`` when absent)."""
