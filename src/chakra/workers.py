@@ -9,7 +9,11 @@ Two guards, in each worker: on Linux the kernel sends it SIGKILL when its parent
 Interrupted (the block of ``with process_pool(n)`` raises, e.g. Ctrl-C or SIGTERM), the
 pool sends SIGTERM to its workers: a task under way raises
 :class:`~chakra.errors.Terminated` and unwinds (its temporaries removed), an idle worker
-exits; then the pool waits for them, and tasks not started are cancelled.
+exits; then the pool waits for them, and tasks not started are cancelled. A worker treats
+SIGINT (Ctrl-C reaches the whole process group) the same way, raising KeyboardInterrupt, so
+it prints nothing: the parent reports. Workers start with both signals held back until
+their handlers are set (a signal in that window met the parent's inherited handler and
+printed a traceback).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from chakra.errors import Terminated
 #: How often a worker checks that its parent lives (seconds).
 PARENT_CHECK_S = 0.5
 _PR_SET_PDEATHSIG = 1
+_STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
 
 _in_task = False  # in a worker: whether a task is running (what SIGTERM then does)
@@ -40,7 +45,14 @@ class _Pool(ProcessPoolExecutor):
     to stop (SIGTERM) when its block raises."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
-        return super().submit(_task, fn, *args, **kwargs)
+        # Workers are started here: with SIGTERM and SIGINT held back, so that one arriving
+        # before a worker's handlers are set is not met by the parent's (which raise) in a
+        # worker still starting; the worker's initializer lets them through.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            return super().submit(_task, fn, *args, **kwargs)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def __exit__(
         self,
@@ -63,7 +75,9 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
 
 
 def _start_worker(parent_pid: int) -> None:
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    for stop in _STOP_SIGNALS:
+        signal.signal(stop, _on_stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held back by submit
     end_with_parent(parent_pid)
 
 
@@ -76,12 +90,14 @@ def _task(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         _in_task = False
 
 
-def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
-    """In a worker: unwind the task under way (its clean-up runs), or exit when idle."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the unwinding is not cut short
+def _on_stop(signum: int, frame: Optional[FrameType]) -> None:
+    """In a worker, on SIGTERM or SIGINT (Ctrl-C reaches the whole process group): unwind
+    the task under way (its clean-up runs; the parent reports), or exit quietly when idle."""
+    for stop in _STOP_SIGNALS:  # once: the unwinding is not cut short
+        signal.signal(stop, signal.SIG_IGN)
     if _in_task:
-        raise Terminated()
-    os._exit(128 + signal.SIGTERM)
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    os._exit(128 + signum)
 
 
 def end_with_parent(parent_pid: int) -> None:
