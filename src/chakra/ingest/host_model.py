@@ -130,8 +130,14 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
         strides: Optional[msgspec.Raw] = None,
     ) -> OpArgs:
         """OpArgs from separate raw lists (the 1.0.1 layout keeps them in sibling keys)."""
-        parts = [b'{"values":', bytes(values), b',"shapes":', bytes(shapes),
-                 b',"types":', bytes(types)]  # fmt: skip
+        parts = [
+            b'{"values":',
+            bytes(values),
+            b',"shapes":',
+            bytes(shapes),
+            b',"types":',
+            bytes(types),
+        ]
         if strides is not None:
             parts += [b',"strides":', bytes(strides)]
         return cls(msgspec.Raw(b"".join(parts) + b"}"))
@@ -142,8 +148,7 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
         parts = self.parts()
         # Raw is a buffer: joined without copies (one call per tensor list of every host op;
         # benchmarks/run_all.py, link column).
-        text = [b'{"values":', parts.values, b',"shapes":', parts.shapes,
-                b',"types":', parts.types]  # fmt: skip
+        text = [b'{"values":', parts.values, b',"shapes":', parts.shapes, b',"types":', parts.types]
         if parts.strides != _NULL_JSON:
             text += [b',"strides":', parts.strides]
         text.append(b"}")
