@@ -122,3 +122,62 @@ def test_a_signal_reaching_starting_workers_prints_no_traceback(stop: str) -> No
     assert done.returncode == 0, done.stderr
     assert done.stdout == "done\n"
     assert "Traceback" not in done.stderr, done.stderr
+
+
+IDLE_THEN_BUSY = """
+import os, signal, sys, time
+from chakra.workers import process_pool
+
+def busy(path):
+    with open(path, "w") as out:
+        out.write(str(os.getpid()))
+    time.sleep(60)
+
+marker = sys.argv[1]
+with process_pool(2) as pool:
+    pool.submit(busy, marker)
+    while not os.path.exists(marker) or not open(marker).read():
+        time.sleep(0.02)
+    busy_pid = int(open(marker).read())
+    (idle_pid,) = [pid for pid in pool._processes if pid != busy_pid]
+    time.sleep(0.5)  # the idle worker waits for work, holding the task queue's lock
+    os.kill(idle_pid, signal.SIGTERM)
+    time.sleep(0.5)
+    try:  # the pool, broken by the idle worker's end, may have stopped it already
+        os.kill(busy_pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+print("done")
+"""
+
+
+def test_a_worker_stopped_while_idle_does_not_block_the_others(tmp_path: Path) -> None:
+    """An idle worker waits for work holding the task queue's lock: stopped on the spot, it
+    left the lock held, and a busy worker stopped next went back to the queue after its task
+    unwound and waited for that lock forever, and so did the pool's shutdown (found by
+    .ci/run: the test above hung once in 40 runs under load)."""
+    command = [sys.executable, "-c", IDLE_THEN_BUSY, str(tmp_path / "busy.pid")]
+    done = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=30)
+    assert done.stdout == "done\n", done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+DIES = """
+import os
+from chakra.workers import process_pool
+
+with process_pool(2) as pool:
+    pool.submit(os._exit, 9).result()
+"""
+
+
+def test_a_worker_that_dies_is_one_error_not_a_traceback() -> None:
+    """A worker killed (the OOM killer, kill -9) breaks the pool: the caller gets a
+    ChakraError that says so, which the tools print as one line."""
+    done = subprocess.run(
+        [sys.executable, "-c", DIES], env=ENV, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith(
+        "chakra.errors.WorkerDiedError: a worker process ended abruptly"
+    ), done.stderr

@@ -88,6 +88,10 @@ class LinkError(ChakraError):
     """The two traces cannot be linked (wrong pairing, nothing in common, empty trace)."""
 
 
+class WorkerDiedError(ChakraError):
+    """A worker process of a pool ended without reporting (killed, or out of memory)."""
+
+
 # --- Simulation ------------------------------------------------------------------------------
 class SimulationError(ChakraError):
     """The graph cannot be simulated as given (unknown dependency, cycle, deadlock...)."""

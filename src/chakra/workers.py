@@ -8,12 +8,13 @@ Two guards, in each worker: on Linux the kernel sends it SIGKILL when its parent
 
 Interrupted (the block of ``with process_pool(n)`` raises, e.g. Ctrl-C or SIGTERM), the
 pool sends SIGTERM to its workers: a task under way raises
-:class:`~chakra.errors.Terminated` and unwinds (its temporaries removed), an idle worker
-exits; then the pool waits for them, and tasks not started are cancelled. A worker treats
-SIGINT (Ctrl-C reaches the whole process group) the same way, raising KeyboardInterrupt, so
-it prints nothing: the parent reports. Workers start with both signals held back until
-their handlers are set (a signal in that window met the parent's inherited handler and
-printed a traceback).
+:class:`~chakra.errors.Terminated` and unwinds (its temporaries removed), then the worker
+ends; an idle worker ends at once; the pool waits for them, and tasks not started are
+cancelled. A worker treats SIGINT (Ctrl-C reaches the whole process group) the same way,
+raising KeyboardInterrupt, so it prints nothing: the parent reports. Workers start with
+both signals held back until their handlers are set (a signal in that window met the
+parent's inherited handler and printed a traceback). A worker that dies without reporting
+(kill -9, out of memory) makes the block raise :class:`~chakra.errors.WorkerDiedError`.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import sys
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from types import FrameType, TracebackType
 from typing import Any, Callable, Optional
 
-from chakra.errors import Terminated
+from chakra.errors import Terminated, WorkerDiedError
 
 #: How often a worker checks that its parent lives (seconds).
 PARENT_CHECK_S = 0.5
@@ -38,6 +40,8 @@ _STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
 
 _in_task = False  # in a worker: whether a task is running (what SIGTERM then does)
+_stopped_by = 0  # in a worker: the stop signal received (0: none)
+_started = False  # in a worker: whether the pool's initializer is done
 
 
 class _Pool(ProcessPoolExecutor):
@@ -65,6 +69,11 @@ class _Pool(ProcessPoolExecutor):
                 with contextlib.suppress(OSError):
                     os.kill(process.pid, signal.SIGTERM)
         self.shutdown(wait=True, cancel_futures=exc_type is not None)
+        if exc_type is not None and issubclass(exc_type, BrokenProcessPool):
+            raise WorkerDiedError(
+                "a worker process ended abruptly (killed by a signal, or out of memory); "
+                "rerun with -j 1 to see its error, or with less work per process"
+            ) from exc
         return False
 
 
@@ -75,10 +84,12 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
 
 
 def _start_worker(parent_pid: int) -> None:
+    global _started
     for stop in _STOP_SIGNALS:
         signal.signal(stop, _on_stop)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held back by submit
     end_with_parent(parent_pid)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held back by submit
+    _started = True
 
 
 def _task(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -88,16 +99,25 @@ def _task(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     finally:
         _in_task = False
+        if _stopped_by:  # unwound: end here, never back to a task queue whose peers may be
+            os._exit(128 + _stopped_by)  # gone (no queue lock is held during a task)
 
 
 def _on_stop(signum: int, frame: Optional[FrameType]) -> None:
     """In a worker, on SIGTERM or SIGINT (Ctrl-C reaches the whole process group): unwind
-    the task under way (its clean-up runs; the parent reports), or exit quietly when idle."""
-    for stop in _STOP_SIGNALS:  # once: the unwinding is not cut short
-        signal.signal(stop, signal.SIG_IGN)
-    if _in_task:
+    the task under way (its clean-up runs, a second signal does not cut it short; then the
+    worker ends, the parent reports), or end quietly when idle. Idle, it raises SystemExit
+    rather than exiting on the spot: a worker waiting for work holds the task queue's lock,
+    which the unwinding releases (left held, it would block the other workers forever)."""
+    global _stopped_by
+    if not _started:  # in the pool's initializer (which would print the exception): no lock
+        os._exit(128 + signum)  # is held yet, end on the spot
+    first = not _stopped_by
+    _stopped_by = _stopped_by or signum
+    if not _in_task:
+        raise SystemExit(128 + _stopped_by)
+    if first:
         raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
-    os._exit(128 + signum)
 
 
 def end_with_parent(parent_pid: int) -> None:
