@@ -71,6 +71,19 @@ _NULL_JSON = msgspec.Raw(b"null")
 _EMPTY_ARGS_JSON = msgspec.Raw(b'{"values":[],"shapes":[],"types":[]}')
 
 
+def _args_object(
+    values: msgspec.Raw, shapes: msgspec.Raw, types: msgspec.Raw, strides: Optional[msgspec.Raw]
+) -> msgspec.Raw:
+    """The compact ``{"values", "shapes", "types"[, "strides"]}`` object of raw lists. Raw is
+    a buffer, joined without copies (once per tensor list of every host op written to ET+;
+    benchmarks/run_all.py, link column)."""
+    text = [b'{"values":', values, b',"shapes":', shapes, b',"types":', types]
+    if strides is not None:
+        text += [b',"strides":', strides]
+    text.append(b"}")
+    return msgspec.Raw(b"".join(text))
+
+
 class _ArgParts(msgspec.Struct, gc=False):
     """The lists of an ``inputs``/``outputs`` object, each left as raw JSON."""
 
@@ -130,29 +143,14 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
         strides: Optional[msgspec.Raw] = None,
     ) -> OpArgs:
         """OpArgs from separate raw lists (the 1.0.1 layout keeps them in sibling keys)."""
-        parts = [
-            b'{"values":',
-            bytes(values),
-            b',"shapes":',
-            bytes(shapes),
-            b',"types":',
-            bytes(types),
-        ]
-        if strides is not None:
-            parts += [b',"strides":', bytes(strides)]
-        return cls(msgspec.Raw(b"".join(parts) + b"}"))
+        return cls(_args_object(values, shapes, types, strides))
 
     def normalized(self) -> msgspec.Raw:
         """The object as ET+ writes it: ``values``, ``shapes``, ``types`` and, when
         present, ``strides``, in that order, compact."""
         parts = self.parts()
-        # Raw is a buffer: joined without copies (one call per tensor list of every host op;
-        # benchmarks/run_all.py, link column).
-        text = [b'{"values":', parts.values, b',"shapes":', parts.shapes, b',"types":', parts.types]
-        if parts.strides != _NULL_JSON:
-            text += [b',"strides":', parts.strides]
-        text.append(b"}")
-        return msgspec.Raw(b"".join(text))
+        strides = None if parts.strides == _NULL_JSON else parts.strides
+        return _args_object(parts.values, parts.shapes, parts.types, strides)
 
     def parts(self) -> _ArgParts:
         """The four lists as raw JSON (``strides`` is ``null`` when absent)."""
@@ -173,7 +171,7 @@ class OpArgs(msgspec.Struct, frozen=True, gc=False):
     @property
     def strides_json(self) -> Optional[msgspec.Raw]:
         strides = self.parts().strides
-        return None if bytes(strides) == b"null" else strides
+        return None if strides == _NULL_JSON else strides
 
     @property
     def values(self) -> list:
