@@ -30,6 +30,7 @@ from chakra.convert.graph import (
     evidence,
     thread_chains,
 )
+from chakra.convert.idle_waits import idle_after_waits
 from chakra.convert.nodes import (
     build_node,
     delay_node,
@@ -178,6 +179,7 @@ def _plan(
         start_us.update((s.node_id, s.start) for s in op_segments)
     start_us.update({gap.node_id: by_id[gap.before].ts or 0 for gap in idle})
     measured_end = _measured_ends(by_id, segments, idle)
+    idle = idle_after_waits(idle, graph, by_id, measured_end)
     progress.step("dropping dependencies the measured times contradict")
     contradicting = drop_contradicting(graph, start_us, measured_end)
     progress.step("breaking cycles")
