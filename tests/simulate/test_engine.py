@@ -84,6 +84,19 @@ def test_collective_starts_when_every_rank_is_ready() -> None:
     assert times(engine, 1)[1] == (10, 150)
 
 
+def test_a_collective_without_a_thread_still_meets() -> None:
+    # a gloo collective the link left off every host thread (no tid): it holds no resource,
+    # but it is still rank 0's collective #0 and #1, so both ranks meet twice (before, rank
+    # 0 passed it without meeting and rank 1 waited forever at #1: a deadlock)
+    rank0 = [node(1, 30), node(2, 20, (1,), tid=None, coll="0"),
+             node(3, 20, (2,), tid=None, coll="0")]  # fmt: skip
+    rank1 = [node(1, 10), node(2, 5, (1,), coll="0"), node(3, 5, (2,), coll="0")]
+    engine = simulate(rank0, rank1)
+    # meets at 30 (rank 0's arrival), each ends after the shortest recorded time (5)
+    assert times(engine, 0)[1:] == [(30, 35), (35, 40)]
+    assert times(engine, 1)[1:] == [(10, 35), (35, 40)]
+
+
 def test_missing_collective_is_a_deadlock_naming_ranks() -> None:
     rank0 = [node(1, 1, stream=9, coll="0"), node(2, 1, (1,), stream=9, coll="0")]
     rank1 = [node(1, 1, stream=9, coll="0")]

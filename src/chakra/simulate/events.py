@@ -57,8 +57,12 @@ class EventSimulation:
 
     def _ready(self, r: int, node: int, time: float) -> None:
         resource = self.graphs[r].resource[node]
-        if resource == NO_RESOURCE:
-            self._begin(r, node, time)
+        if resource == NO_RESOURCE:  # holds nothing, but a communication still meets
+            key = self.graphs[r].comm.get(node)
+            if key is None:
+                self._begin(r, node, time)
+            else:
+                self._arrive(key, r, node, time)
             return
         self._ready_at[r][node] = time
         if not self._busy[r][resource]:

@@ -164,11 +164,10 @@ def _run(ends: list, starts: list, chain: list, first: list, second: list, durat
 
 def _sweepable(graph: SimGraph) -> bool:
     """No negative (or NaN) duration, whose end would come before its start and reorder
-    completions; every communication node on a resource (one without does not meet)."""
+    completions. (A communication node without a resource meets like any other: it
+    arrives when its dependencies end.)"""
     durations = np.asarray(graph.duration_us, dtype=np.float64)
-    if not (durations >= 0).all():
-        return False
-    return all(graph.resource[node] != NO_RESOURCE for node in graph.comm)
+    return bool((durations >= 0).all())
 
 
 def _previous_on_resource(graph: SimGraph, order: np.ndarray) -> np.ndarray:
