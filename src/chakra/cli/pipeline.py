@@ -122,6 +122,11 @@ def _add_conversion_options(parser: argparse.ArgumentParser) -> None:
         "(else an error: they are not one run)",
     )
     parser.add_argument(
+        "--no-inferred",
+        action="store_true",
+        help="link without the dependencies inferred from timing (see chakra_trace_link)",
+    )
+    parser.add_argument(
         "--et-prefix",
         default=ET_PREFIX,
         metavar="PREFIX",
@@ -214,7 +219,9 @@ def _run(args: argparse.Namespace) -> None:
         _ranks(args),
         args.output_dir,
         jobs=args.jobs,
-        options=LinkOptions(allow_pid_mismatch=args.allow_pid_mismatch),
+        options=LinkOptions(
+            allow_pid_mismatch=args.allow_pid_mismatch, inferred=not args.no_inferred
+        ),
         plot=not args.no_plot,
         resume=not args.no_resume,
         max_memory_gb=args.max_memory,

@@ -92,6 +92,12 @@ def _add_linking_options(how: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="link traces whose process ids differ (else an error: they are not one run)",
     )
+    how.add_argument(
+        "--no-inferred",
+        action="store_true",
+        help="leave out the dependencies inferred from timing (waits the trace does not "
+        "record: a start at the end of another stream's or thread's op; counted in the report)",
+    )
     how.add_argument("--report", type=Path, help="write the link report as JSON")
     how.add_argument(
         "--strict",
@@ -118,6 +124,7 @@ def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
         profiler_step=args.profiler_step,
         iteration=args.iteration,
         allow_pid_mismatch=args.allow_pid_mismatch,
+        inferred=not args.no_inferred,
     )
     coverage = (
         Coverage(args.min_host_coverage, args.min_gpu_coverage) if args.strict else Coverage()

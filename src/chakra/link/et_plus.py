@@ -151,6 +151,8 @@ def _nodes(linked: LinkedTrace) -> Iterator[dict[str, Any]]:
         if op.id in wanted:
             parents[op.id] = op
         yield host_node(op, linked, extras)
+    for root in linked.replay_threads:  # ids between the host ET's and the GPU nodes'
+        yield host_node_untimed(root, extras)
     root_id = next((op.id for op in linked.host.ops if op.is_process_root), 1)
     for gpu in linked.gpu_nodes:
         op = parents.get(gpu.parent_id) if gpu.parent_id else None
@@ -179,7 +181,7 @@ def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGro
         out.write(_ENCODER.encode(_metadata(linked)))
         out.write(b',\n"nodes": [')
         separator = b"\n"
-        total = len(linked.host.ops) + len(linked.gpu_nodes)
+        total = len(linked.host.ops) + len(linked.replay_threads) + len(linked.gpu_nodes)
         for node in tracked(_nodes(linked), total, f"writing {path}", unit="nodes"):
             out.write(separator + _ENCODER.encode(node))
             separator = b",\n"

@@ -11,7 +11,7 @@ import msgspec
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent
 from chakra.ingest.edges import Edge as Edge  # the linker's evidence, re-exported
 from chakra.ingest.edges import EdgeKind as EdgeKind
-from chakra.ingest.host_model import HostTrace
+from chakra.ingest.host_model import HostOp, HostTrace
 
 Number = Union[int, float]
 
@@ -76,11 +76,14 @@ class LinkWindow(msgspec.Struct, frozen=True):
 class LinkOptions(msgspec.Struct, frozen=True):
     """Choices a user can make. ``profiler_step`` restricts linking to that ProfilerStep's
     window; ``iteration`` picks among equally good alignment windows (0-based);
-    ``allow_pid_mismatch`` links traces whose process ids differ."""
+    ``allow_pid_mismatch`` links traces whose process ids differ; ``inferred`` False leaves
+    out the dependencies inferred from timing."""
 
     profiler_step: Optional[int] = None
     iteration: Optional[int] = None
     allow_pid_mismatch: bool = False
+    #: also the dependencies the times show but the trace does not record (link/inferred.py)
+    inferred: bool = True
 
 
 class CpuMatch(msgspec.Struct, frozen=True, gc=False):
@@ -123,7 +126,8 @@ class LinkReport(msgspec.Struct, frozen=True):
     op enclosing the launch; ``contradictions`` counts evidence that disagrees with the
     measured times (edges whose ``dst`` started before ``src`` ended, by kind, and launches
     outside their parent); ``host_ops_on_other_threads`` ran on another thread than their
-    host parent (e.g. ``gloo:*`` work on worker threads) and are placed there."""
+    host parent (e.g. ``gloo:*`` work on worker threads) and are placed there;
+    ``threads_not_in_host_et`` of those threads had no host ET thread (one was made)."""
 
     host_ops: int
     kineto_cpu_ops: int
@@ -141,6 +145,10 @@ class LinkReport(msgspec.Struct, frozen=True):
     rejected: dict[str, int] = {}
     host_ops_on_other_threads: int = 0
     contradictions: dict[str, int] = {}
+    #: Kineto threads with ops but no thread in the host ET, replayed as threads of their own
+    threads_not_in_host_et: int = 0
+    #: of ``edges``, those inferred from timing (``via`` ``inferred:...``), by kind
+    inferred: dict[str, int] = {}
 
     @property
     def contradiction_count(self) -> int:
@@ -181,3 +189,6 @@ class LinkedTrace(msgspec.Struct, frozen=True):
     #: differs from the host ET's: work that ran on another thread than its host parent (gloo
     #: on its worker threads) and what it enclosed there (link/threads.py)
     ran_under: dict[int, tuple[int, int]] = {}
+    #: thread roots made for Kineto threads the host ET has no thread for (written after the
+    #: host ops, before the GPU nodes; link/threads.py)
+    replay_threads: tuple[HostOp, ...] = ()

@@ -24,6 +24,7 @@ from chakra.link.evidence import (
     stream_order_edges,
 )
 from chakra.link.gpu_link import GpuLinker
+from chakra.link.inferred import is_inferred, stream_resume_edges, thread_resume_edges
 from chakra.link.linked_trace import (
     CpuMatch,
     Edge,
@@ -111,13 +112,14 @@ def _link(
     host_of = {id(m.event): host_id for host_id, m in matches.items()}
     progress.step("attaching GPU ops")
     calls = calls_by_correlation(device)
-    linker = GpuLinker(nestings, host_of, calls, join.window)
-    first_gpu_id = max(op.id for op in host.ops) + 1
-    all_gpu_nodes = linker.link(device.gpu_ops, first_gpu_id)
     notes = list(join.notes)
+    threads = threads_ran_under(host, matches, join.other_thread, nestings, host_of, notes)
+    linker = GpuLinker(nestings, host_of, calls, join.window)
+    first_gpu_id = max(op.id for op in host.ops) + 1 + len(threads.roots)
+    all_gpu_nodes = linker.link(device.gpu_ops, first_gpu_id)
     progress.step("collecting dependencies")
     all_edges, thread_edges, inter_thread, gaps = _dependencies(
-        device, all_gpu_nodes, HostTimeline(nestings, host_of), calls, notes
+        device, all_gpu_nodes, HostTimeline(nestings, host_of), calls, notes, options.inferred
     )
     progress.step("checking dependencies against the measured times")
     gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, all_edges, first_gpu_id)
@@ -132,8 +134,8 @@ def _link(
         if waiting is not None and edge.src not in sync_dep[waiting]:
             sync_dep[waiting].append(edge.src)
     progress.step("reporting")
-    ran_on = threads_ran_under(host, matches, join.other_thread, nestings, host_of, notes)
     report = _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
+    report = msgspec.structs.replace(report, threads_not_in_host_et=len(threads.roots))
     for note in notes:
         logger.warning("%s", note)
     return LinkedTrace(
@@ -146,7 +148,8 @@ def _link(
         idle_gap_us=gaps,
         sync_dep=dict(sync_dep),
         report=report,
-        ran_under=ran_on,
+        ran_under=threads.ran_under,
+        replay_threads=threads.roots,
     )
 
 
@@ -156,19 +159,21 @@ def _dependencies(
     timeline: HostTimeline,
     calls: dict[int, KinetoEvent],
     notes: list[str],
+    inferred: bool,
 ) -> tuple[list[Edge], list[Edge], dict, dict]:
     """Every edge the traces show between GPU ops and with their host ops (launch, stream
     order, event waits, host syncs), the edges between host threads, and the threads'
-    ``inter_thread_dep`` and idle gaps (:mod:`chakra.link.evidence`)."""
+    ``inter_thread_dep`` and idle gaps (:mod:`chakra.link.evidence`); with ``inferred``,
+    also the waits the times show (:mod:`chakra.link.inferred`)."""
     index = StreamIndex(gpu_nodes)
     thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
     all_sync = host_sync_edges(device, index, gpu_nodes, timeline, calls, notes)
-    all_edges = [
-        *launch_edges(gpu_nodes),
-        *stream_order_edges(index),
-        *event_wait_edges(device, index, calls, notes),
-        *all_sync,
-    ]
+    event_waits = event_wait_edges(device, index, calls, notes)
+    all_edges = [*launch_edges(gpu_nodes), *stream_order_edges(index), *event_waits, *all_sync]
+    if inferred:
+        all_edges += stream_resume_edges(gpu_nodes, event_waits)
+        top = timeline.top_level()
+        thread_edges += thread_resume_edges(timeline.nestings, timeline.host_of, top)
     return all_edges, thread_edges, inter_thread, gaps
 
 
@@ -226,4 +231,5 @@ def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
         rejected=join.rejected,
         host_ops_on_other_threads=len(join.other_thread),
         contradictions=contradictions,
+        inferred=dict(sorted(Counter(e.kind.value for e in edges if is_inferred(e)).items())),
     )

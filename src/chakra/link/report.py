@@ -62,9 +62,12 @@ def render_table(report: LinkReport, title: str) -> str:
         ("contradictions", ", ".join(f"{k} {v}" for k, v in report.contradictions.items())
          or "none"),
         ("on other threads", str(report.host_ops_on_other_threads)),
+        ("threads not in host ET", str(report.threads_not_in_host_et)),
         ("GPU ops outside window", str(report.gpu_ops_outside_window)),
         ("streams", ", ".join(map(str, report.streams)) or "none"),
         ("edges", ", ".join(f"{k} {v}" for k, v in report.edges.items()) or "none"),
+        ("inferred from timing", ", ".join(f"{k} {v}" for k, v in report.inferred.items())
+         or "none"),
         ("window", report.window.describe() if report.window else "whole trace"),
     ]  # fmt: skip
     width = max(len(name) for name, _ in rows)

@@ -7,6 +7,11 @@ it there, and the host ET has a thread node whose ops are that worker's). Replay
 main thread would serialise asynchronous work; it is placed on the worker's host thread
 instead, and the hand-offs (issuing op -> work -> the op that waited) are the inter-thread
 evidence.
+
+The host ET has a thread node only for a thread on which it recorded an op of its own: a gloo
+worker that ran nothing but ``gloo:*`` ops has none (its ops keep the main thread's ``tid``).
+Such a Kineto thread becomes a replay thread of its own: a thread root made for it
+(:class:`ReplayThreads`), with a ``tid`` no host thread uses.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
+import msgspec
+
 from chakra.ingest.host_model import HostOp, HostTrace
+from chakra.ingest.vocabulary import THREAD_ROOT_NAMES
 from chakra.link.linked_trace import CpuMatch
 from chakra.link.nesting import ThreadNesting
 
@@ -33,6 +41,20 @@ def _thread_root(op_id: int, by_id: Mapping[int, HostOp]) -> Optional[int]:
     return None
 
 
+#: The name of the thread root made for a Kineto thread the host ET has no thread for.
+THREAD_ROOT_NAME = "[pytorch|profiler|execution_trace|thread]"
+assert THREAD_ROOT_NAME in THREAD_ROOT_NAMES
+
+
+class ReplayThreads(msgspec.Struct, frozen=True):
+    """Where moved ops run: ``ran_under`` maps a host op id to (the node it ran under, the
+    tid of that thread); ``roots`` are the thread roots made for Kineto threads that have no
+    host ET thread (ids from the first free id up, children of the process root)."""
+
+    ran_under: dict[int, tuple[int, int]]
+    roots: tuple[HostOp, ...] = ()
+
+
 def threads_ran_under(
     host: HostTrace,
     matches: Mapping[int, CpuMatch],
@@ -40,15 +62,15 @@ def threads_ran_under(
     nestings: Mapping[tuple, ThreadNesting],
     host_of: Mapping[int, int],
     notes: list[str],
-) -> dict[int, tuple[int, int]]:
-    """host op id -> (the host node it ran under, the tid of that thread) for the ops that
-    ran on another thread than their host parent (``other_thread``) and for the ops those
-    enclosed on that thread. An op ran under its innermost enclosing matched op on its Kineto
-    thread, else under the root of the host ET thread that the Kineto thread is: the host
-    thread whose ops it recorded most often."""
+) -> ReplayThreads:
+    """Where the ops that ran on another thread than their host parent (``other_thread``),
+    and the ops those enclosed on that thread, ran. An op ran under its innermost enclosing
+    matched op on its Kineto thread, else under the root of the host ET thread that the
+    Kineto thread is: the host thread whose ops it recorded most often, or, when the host ET
+    has none, a thread root made for it (ids after the host ET's, a tid above its tids)."""
     moved = set(other_thread)
     if not moved:
-        return {}
+        return ReplayThreads({})
     by_id = host.op_by_id()
     votes: dict[tuple, Counter[int]] = defaultdict(Counter)
     for host_id, match in matches.items():
@@ -56,17 +78,14 @@ def threads_ran_under(
             root = _thread_root(host_id, by_id)
             if root is not None:
                 votes[match.thread][root] += 1
+    made = _made_roots(host, (matches[h].thread for h in sorted(moved)), votes)
     ran_on: dict[int, tuple[int, int]] = {}
-    unplaced = 0
     positions: dict[tuple, dict[int, int]] = {}  # per Kineto thread: id(event) -> index
     for host_id in sorted(moved):
         match = matches[host_id]
         counts = votes.get(match.thread)
-        root = counts.most_common(1)[0][0] if counts else None
-        if root is None:
-            unplaced += 1
-            continue
-        tid = by_id[root].tid
+        root_op = by_id[counts.most_common(1)[0][0]] if counts else made[match.thread]
+        root, tid = root_op.id, root_op.tid
         nesting = nestings[match.thread]
         if match.thread not in positions:
             positions[match.thread] = {id(e): i for i, e in enumerate(nesting.events)}
@@ -82,9 +101,28 @@ def threads_ran_under(
                           if id(nesting.events[a]) in host_of)  # fmt: skip
             if parent != by_id[inner_id].parent_id:
                 ran_on[inner_id] = (parent, tid)
-    if unplaced:
+    if made:
         notes.append(
-            f"{unplaced} host ops ran on a Kineto thread that has no host ET thread; they "
-            "stay on the thread of the op that started them"
+            f"{len(made)} Kineto threads have no thread in the host ET (their ops are filed "
+            "under another thread's): each is replayed as a thread of its own, "
+            f"tid {', '.join(str(op.tid) for op in made.values())}"
         )
-    return ran_on
+    return ReplayThreads(ran_on, tuple(made.values()))
+
+
+def _made_roots(
+    host: HostTrace, threads: Iterable[tuple], votes: Mapping[tuple, Counter[int]]
+) -> dict[tuple, HostOp]:
+    """A thread root for each Kineto thread in ``threads`` that no host thread votes for,
+    in first-seen order: ids after the host ET's largest, tids above its largest."""
+    made: dict[tuple, HostOp] = {}
+    process = next((op.id for op in host.ops if op.is_process_root), None)
+    next_id = max((op.id for op in host.ops), default=0) + 1
+    next_tid = max((op.tid for op in host.ops), default=0) + 1
+    for thread in threads:
+        if thread in votes or thread in made:
+            continue
+        parent = process if process is not None else next_id
+        made[thread] = HostOp(next_id, THREAD_ROOT_NAME, parent, None, tid=next_tid)
+        next_id, next_tid = next_id + 1, next_tid + 1
+    return made

@@ -1,0 +1,139 @@
+"""Dependencies inferred from timing where the trace does not record their cause.
+
+A wait the trace records (a CUPTI ``Stream Wait Event``, a synchronising call, a top-level
+hand-off between threads) is evidence; a wait it does not record still shows in the times:
+work that starts later than everything it is known to depend on allows, at the very moment
+another piece of work ends. Two rules, each a sort and a sweep (binary search per op):
+
+- ``inferred:stream_resume``: a GPU op that started more than ``STREAM_TOLERANCE_US`` after
+  both its launch call returned and its stream's previous op ended, within
+  ``STREAM_TOLERANCE_US`` of the end of an op on another stream of its device (the latest such
+  end), waited for that op: an event wait whose ``cuda_sync`` record is missing (older
+  profilers, or NCCL's internal waits).
+- ``inferred:thread_resume``: a host op nested inside another (a child of ``## step N ##``,
+  say) that started more than ``THREAD_TOLERANCE_US`` after its thread was last busy at that
+  level (its previous sibling's end, else its parent's start), within ``THREAD_TOLERANCE_US``
+  of the end of another thread's top-level op (the latest such end), waited for that op: a
+  blocking collective whose ``work.wait()`` is no op of its own, its wait recorded as the
+  parent's self time. Top-level ops have the recorded hand-off rule
+  (:func:`chakra.link.evidence.inter_thread_and_gaps`).
+
+Each inferred edge says so in ``via`` (the rule's name); the link report counts them by kind
+and ``LinkOptions(inferred=False)`` (``--no-inferred``) leaves them out.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Optional
+
+from chakra.ingest.edges import Edge, EdgeKind, Number
+from chakra.link.linked_trace import GpuNode
+from chakra.link.nesting import NO_PARENT, ThreadNesting
+
+STREAM_RESUME = "inferred:stream_resume"
+THREAD_RESUME = "inferred:thread_resume"
+#: How close (µs) a start must follow the end it is taken to wait for, and how much later
+#: than its known dependencies allow it must start, for each rule.
+STREAM_TOLERANCE_US = 10.0
+THREAD_TOLERANCE_US = 50.0
+#: Float noise of µs timestamps written with 3 decimals: an end this much after a start is
+#: the same instant (a kernel started at 354.271 by one ending at 354.2710001).
+_SAME_INSTANT_US = 0.001
+
+
+def is_inferred(edge: Edge) -> bool:
+    """Whether ``edge`` was inferred from timing (its ``via`` names the rule)."""
+    return edge.via_api is not None and edge.via_api.startswith("inferred:")
+
+
+def stream_resume_edges(nodes: Sequence[GpuNode], recorded: Iterable[Edge]) -> list[Edge]:
+    """``inferred:stream_resume`` edges into GPU ops that have no recorded event wait."""
+    waited = {e.dst for e in recorded if e.kind is EdgeKind.EVENT_WAIT}
+    by_device: dict = defaultdict(list)
+    for node in nodes:
+        by_device[node.event.args.device].append(node)
+    edges = []
+    for device_nodes in by_device.values():
+        ends = sorted((_end(n), n.event.stream, n.node_id) for n in device_nodes)
+        end_times = [e[0] for e in ends]
+        previous_end: dict = {}
+        for node in sorted(device_nodes, key=lambda n: (n.event.ts_us or 0, n.node_id)):
+            start, stream = node.event.ts_us or 0, node.event.stream
+            allowed = max(previous_end.get(stream, float("-inf")), _launch_end(node))
+            previous_end[stream] = max(previous_end.get(stream, float("-inf")), _end(node))
+            if node.node_id in waited or start - allowed <= STREAM_TOLERANCE_US:
+                continue
+            source = _latest_end(ends, end_times, start, STREAM_TOLERANCE_US, allowed, stream)
+            if source is not None:
+                edges.append(Edge(EdgeKind.EVENT_WAIT, source, node.node_id, STREAM_RESUME))
+    return edges
+
+
+def thread_resume_edges(
+    nestings: Mapping[tuple, ThreadNesting],
+    host_of: Mapping[int, int],
+    top: Mapping[tuple, Sequence[tuple[Number, Number, int, bool]]],
+) -> list[Edge]:
+    """``inferred:thread_resume`` edges into nested (not top-level) linked host ops.
+    ``top``: each Kineto thread's top-level linked ops as (start, end, host id, _)."""
+    ends = sorted((row[1], thread, row[2]) for thread, rows in top.items() for row in rows)
+    end_times = [e[0] for e in ends]
+    top_ids = {row[2] for rows in top.values() for row in rows}
+    edges = []
+    for thread, nesting in nestings.items():
+        busy_until = _sibling_ends(nesting)
+        for index, event in enumerate(nesting.events):
+            host_id = host_of.get(id(event))
+            if host_id is None or host_id in top_ids or nesting.parent[index] == NO_PARENT:
+                continue
+            start = nesting.starts[index]
+            low = busy_until[index]
+            if start - low <= THREAD_TOLERANCE_US:
+                continue
+            source = _latest_end(ends, end_times, start, THREAD_TOLERANCE_US, low, thread)
+            if source is not None:
+                edges.append(Edge(EdgeKind.INTER_THREAD, source, host_id, THREAD_RESUME))
+    return edges
+
+
+def _sibling_ends(nesting: ThreadNesting) -> list[Number]:
+    """Per event, when its thread was last busy at its level before it: the latest end of
+    an earlier sibling, else its parent's start (one pass in program order)."""
+    last_child_end: dict[int, Number] = {}
+    out = []
+    for index, start in enumerate(nesting.starts):
+        parent = nesting.parent[index]
+        if parent == NO_PARENT:
+            out.append(start)
+            continue
+        out.append(last_child_end.get(parent, nesting.starts[parent]))
+        last_child_end[parent] = max(last_child_end.get(parent, start), nesting.ends[index])
+    return out
+
+
+def _latest_end(
+    ends: list[tuple], end_times: list[Number], start: Number, tolerance: float,
+    after: Number, own: object,
+) -> Optional[int]:  # fmt: skip
+    """The id of the op (not on ``own``) whose end is the latest in (``after``, ``start``]
+    (to the same instant), when that end is within ``tolerance`` of ``start``."""
+    k = bisect_right(end_times, start + _SAME_INSTANT_US) - 1
+    while k >= 0 and end_times[k] > after and start - end_times[k] <= tolerance:
+        if ends[k][1] != own:
+            return ends[k][2]
+        k -= 1
+    return None
+
+
+def _end(node: GpuNode) -> Number:
+    return (node.event.ts_us or 0) + node.event.dur_us
+
+
+def _launch_end(node: GpuNode) -> Number:
+    launch = node.launch
+    if launch is None:
+        return float("-inf")
+    return (launch.ts_us or 0) + launch.dur_us

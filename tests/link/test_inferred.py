@@ -1,0 +1,99 @@
+"""Dependencies inferred from timing (:mod:`chakra.link.inferred`): waits whose cause the
+trace does not record, found from a start that coincides with another op's end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from chakra.convert import ConvertOptions, convert_et_plus
+from chakra.ingest import load_device_trace, load_host_trace
+from chakra.ingest.device_model import KinetoEvent
+from chakra.link import LinkOptions, link_traces
+from chakra.link.et_plus import as_et_plus
+from chakra.link.evidence import HostTimeline
+from chakra.link.inferred import THREAD_RESUME, is_inferred, thread_resume_edges
+from chakra.link.nesting import ThreadNesting
+from chakra.simulate import ScaleRule, build_graph, simulate, what_if
+from chakra.synth import SynthOptions, generate_job
+from tests.simulate.test_what_if_truth import true_makespan
+
+
+def _without_cuda_sync(folder: Path, ranks: int) -> None:
+    """Drop the CUPTI ``cuda_sync`` records, as older profilers write no such thing."""
+    for rank in range(ranks):
+        path = folder / f"rank{rank}.kineto.json"
+        document = json.loads(path.read_text())
+        events = document["traceEvents"]
+        document["traceEvents"] = [e for e in events if e.get("cat") != "cuda_sync"]
+        assert len(document["traceEvents"]) < len(events)
+        path.write_text(json.dumps(document))
+
+
+def _link(folder: Path, rank: int, **options: bool):
+    host = load_host_trace(folder / f"rank{rank}.host_et.json")
+    device = load_device_trace(folder / f"rank{rank}.kineto.json")
+    return link_traces(host, device, LinkOptions(**options))
+
+
+def test_event_waits_without_cuda_sync_records_are_inferred(tmp_path: Path) -> None:
+    options = SynthOptions(seed=3, ranks=1, steps=2, ops_per_step=300)
+    generate_job(options, tmp_path / "recorded")
+    recorded = {(e.src, e.dst) for e in _link(tmp_path / "recorded", 0).edges
+                if e.kind.value == "event_wait"}  # fmt: skip
+    generate_job(options, tmp_path / "old")
+    _without_cuda_sync(tmp_path / "old", 1)
+    linked = _link(tmp_path / "old", 0)
+    inferred = [e for e in linked.edges if is_inferred(e)]
+    assert linked.report.inferred == {"event_wait": len(inferred)}
+    found = {(e.src, e.dst) for e in inferred}
+    # mostly true waits (23 of 25 here); the true waits not found had ended before their op
+    # was ready anyway (its launch or its stream came later), so their ends show nothing
+    assert len(found & recorded) >= 20
+    assert len(found & recorded) >= 0.9 * len(found)
+    assert not any(is_inferred(e) for e in _link(tmp_path / "old", 0, inferred=False).edges)
+
+
+def test_a_slower_network_moves_ranks_without_cuda_sync_records(tmp_path: Path) -> None:
+    options = SynthOptions(seed=3, ranks=2, steps=2, ops_per_step=300)
+    generate_job(options, tmp_path / "speed1")
+    _without_cuda_sync(tmp_path / "speed1", 2)
+    generate_job(SynthOptions(**{**options.__dict__, "network_factor": 2.0}), tmp_path / "net2")
+    truth = true_makespan(tmp_path / "net2") / true_makespan(tmp_path / "speed1")
+    errors = {}
+    for inferred in (False, True):
+        graphs = [
+            build_graph(convert_et_plus(as_et_plus(linked), ConvertOptions()).nodes, rank)
+            for rank in range(2)
+            for linked in (_link(tmp_path / "speed1", rank, inferred=inferred),)
+        ]
+        replayed = max(simulate(graphs).makespans())
+        slower = max(what_if(graphs, [ScaleRule.parse("comm=2")]).makespans())
+        errors[inferred] = slower / replayed - truth
+    # without the inferred waits the collectives' ends never reach the compute streams
+    assert abs(errors[False]) > 0.003
+    assert abs(errors[True]) < 0.001
+
+
+def _event(name: str, tid: int, ts: float, dur: float) -> KinetoEvent:
+    return KinetoEvent("X", "cpu_op", name, 1, tid, ts, dur)
+
+
+def test_a_wait_recorded_as_the_parents_self_time_is_inferred() -> None:
+    # the main thread (1) inside "## step 1 ##": c10d::allreduce_ hands the work to a gloo
+    # worker (2), then blocks in the annotation's own time until gloo:all_reduce ends at
+    # 1000, resuming 20 us later with aten::add_; aten::mul_ follows after 10 us of work
+    main = [_event("## step 1 ##", 1, 0, 2000), _event("c10d::allreduce_", 1, 10, 30),
+            _event("aten::add_", 1, 1020, 50), _event("aten::mul_", 1, 1080, 40)]  # fmt: skip
+    worker = [_event("gloo:all_reduce", 2, 45, 955)]
+    nestings = {(1, 1): ThreadNesting(main), (1, 2): ThreadNesting(worker)}
+    host_of = {id(e): host_id for host_id, e in enumerate([*main, *worker], start=10)}
+    timeline = HostTimeline(nestings, host_of)
+    edges = thread_resume_edges(nestings, host_of, timeline.top_level())
+    # gloo:all_reduce (14) -> aten::add_ (12); not aten::mul_ (no wait before it)
+    assert [(e.src, e.dst, e.via_api) for e in edges] == [(14, 12, THREAD_RESUME)]
+    # resuming later than the tolerance after the end is no evidence
+    late = [*main[:2], _event("aten::add_", 1, 1100, 50)]
+    nestings[(1, 1)] = ThreadNesting(late)
+    host_of = {id(e): host_id for host_id, e in enumerate([*late, *worker], start=10)}
+    assert thread_resume_edges(nestings, host_of, HostTimeline(nestings, host_of).top_level()) == []
