@@ -36,13 +36,15 @@ ThreadKey = tuple[Union[int, str], Union[int, str]]
 class CpuJoin(msgspec.Struct, frozen=True):
     """Host op id -> (Kineto event, strategy) for verified matches; the time window linked
     (None: whole trace); notes on what was guessed; matches rejected by verification (by
-    strategy); host ops that ran on another thread than their host parent."""
+    strategy); host ops that ran on another thread than their host parent; host ops whose
+    exact id was trusted over a stale host parent (placed where Kineto shows them)."""
 
     matches: dict[int, tuple[KinetoEvent, JoinStrategy]]
     window: Optional[LinkWindow]
     notes: tuple[str, ...] = ()
     rejected: dict[str, int] = {}
     other_thread: frozenset[int] = frozenset()
+    reparented: frozenset[int] = frozenset()
 
 
 def kineto_cpu_events(device: DeviceTrace) -> list[KinetoEvent]:
@@ -77,6 +79,7 @@ def join_cpu_ops(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> 
         notes=tuple(notes),
         rejected=checked.rejected,
         other_thread=checked.other_thread,
+        reparented=checked.reparented,
     )
 
 

@@ -147,6 +147,9 @@ class LinkReport(msgspec.Struct, frozen=True):
     contradictions: dict[str, int] = {}
     #: Kineto threads with ops but no thread in the host ET, replayed as threads of their own
     threads_not_in_host_et: int = 0
+    #: exact Record-function-id matches kept despite a stale host parent, placed where
+    #: Kineto shows them (``ran_under``)
+    host_ops_reparented: int = 0
     #: of ``edges``, those inferred from timing (``via`` ``inferred:...``), by kind
     inferred: dict[str, int] = {}
 

@@ -36,7 +36,7 @@ from chakra.link.linked_trace import (
     LinkReport,
 )
 from chakra.link.nesting import ThreadNesting, program_order_key
-from chakra.link.threads import threads_ran_under
+from chakra.link.threads import ReplayThreads, threads_ran_under
 from chakra.link.verify import edge_contradictions
 from chakra.progress import STEPS, Progress, phase
 
@@ -113,7 +113,7 @@ def _link(
     progress.step("attaching GPU ops")
     calls = calls_by_correlation(device)
     notes = list(join.notes)
-    threads = threads_ran_under(host, matches, join.other_thread, nestings, host_of, notes)
+    threads = _replay_threads(host, join, matches, nestings, host_of, notes)
     linker = GpuLinker(nestings, host_of, calls, join.window)
     first_gpu_id = max(op.id for op in host.ops) + 1 + len(threads.roots)
     all_gpu_nodes = linker.link(device.gpu_ops, first_gpu_id)
@@ -151,6 +151,26 @@ def _link(
         ran_under=threads.ran_under,
         replay_threads=threads.roots,
     )
+
+
+def _replay_threads(
+    host: HostTrace,
+    join: CpuJoin,
+    matches: dict[int, CpuMatch],
+    nestings: dict[tuple, ThreadNesting],
+    host_of: dict[int, int],
+    notes: list[str],
+) -> ReplayThreads:
+    """Where the ops that ran elsewhere than under their host parent ran: on another
+    thread, or under another op than a stale host parent (:mod:`chakra.link.threads`)."""
+    if join.reparented:
+        notes.append(
+            f"{len(join.reparented)} host ops whose host ET parent had ended when Kineto "
+            "shows them (a stale parent): kept by their unique Record function id and "
+            "re-parented where they ran"
+        )
+    moved = join.other_thread | join.reparented
+    return threads_ran_under(host, matches, moved, nestings, host_of, notes)
 
 
 def _dependencies(
@@ -230,6 +250,7 @@ def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
         notes=notes,
         rejected=join.rejected,
         host_ops_on_other_threads=len(join.other_thread),
+        host_ops_reparented=len(join.reparented),
         contradictions=contradictions,
         inferred=dict(sorted(Counter(e.kind.value for e in edges if is_inferred(e)).items())),
     )

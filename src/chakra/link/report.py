@@ -63,6 +63,7 @@ def render_table(report: LinkReport, title: str) -> str:
          or "none"),
         ("on other threads", str(report.host_ops_on_other_threads)),
         ("threads not in host ET", str(report.threads_not_in_host_et)),
+        ("re-parented (stale host parent)", str(report.host_ops_reparented)),
         ("GPU ops outside window", str(report.gpu_ops_outside_window)),
         ("streams", ", ".join(map(str, report.streams)) or "none"),
         ("edges", ", ".join(f"{k} {v}" for k, v in report.edges.items()) or "none"),

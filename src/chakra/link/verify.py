@@ -21,12 +21,16 @@ from chakra.link.linked_trace import Edge, EdgeKind, GpuNode, JoinStrategy, Numb
 
 
 class Verification(msgspec.Struct, frozen=True):
-    """Accepted matches, how many were rejected (by strategy), and the host ops that ran
-    on another thread than their nearest matched host ancestor."""
+    """Accepted matches, how many were rejected (by strategy), the host ops that ran on
+    another thread than their nearest matched host ancestor, and the ops whose host parent
+    is stale (``reparented``): an exact, unique Record-function-id match whose name agrees
+    but which Kineto shows outside that parent (e.g. filed under an autograd op that had
+    ended): the id is trusted over the parent, and the op is placed where it ran."""
 
     accepted: dict[int, tuple[KinetoEvent, JoinStrategy]]
     rejected: dict[str, int]
     other_thread: frozenset[int]
+    reparented: frozenset[int] = frozenset()
 
 
 def _starts_inside(outer: KinetoEvent, inner: KinetoEvent) -> bool:
@@ -54,6 +58,7 @@ def verify_matches(
     accepted: dict[int, tuple[KinetoEvent, JoinStrategy]] = {}
     rejected: Counter[str] = Counter()
     other_thread: set[int] = set()
+    reparented: set[int] = set()
     for host_id in sorted(matches):
         event, strategy = matches[host_id]
         if name_of.get(host_id, event.name) != event.name:
@@ -62,16 +67,27 @@ def verify_matches(
         ancestor = _accepted_ancestor(host_id, parent_of, accepted)
         if ancestor is not None:
             outer = accepted[ancestor][0]
-            if (outer.pid, outer.tid) != (event.pid, event.tid):
-                if (event.ts_us or 0) + CLOCK_RESOLUTION_US < (outer.ts_us or 0):
-                    rejected[strategy.value] += 1
-                    continue
-                other_thread.add(host_id)
-            elif not _starts_inside(outer, event):
+            nests = _nests_in(outer, event)
+            if nests is None and strategy is JoinStrategy.RECORD_FUNCTION_ID:
+                reparented.add(host_id)  # the exact id wins over a stale parent
+            elif nests is None:
                 rejected[strategy.value] += 1
                 continue
+            elif nests == "other thread":
+                other_thread.add(host_id)
         accepted[host_id] = (event, strategy)
-    return Verification(accepted, dict(sorted(rejected.items())), frozenset(other_thread))
+    return Verification(accepted, dict(sorted(rejected.items())), frozenset(other_thread),
+                        frozenset(reparented))  # fmt: skip
+
+
+def _nests_in(outer: KinetoEvent, event: KinetoEvent) -> Optional[str]:
+    """Whether ``event`` can have run under ``outer``: "inside" it on its thread, on an
+    "other thread" not before it started, else None."""
+    if (outer.pid, outer.tid) != (event.pid, event.tid):
+        if (event.ts_us or 0) + CLOCK_RESOLUTION_US < (outer.ts_us or 0):
+            return None
+        return "other thread"
+    return "inside" if _starts_inside(outer, event) else None
 
 
 def _accepted_ancestor(host_id: int, parent_of: Mapping[int, int], accepted) -> Optional[int]:
