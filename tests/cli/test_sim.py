@@ -48,7 +48,7 @@ def test_text_prints_model_only_line_and_rule_counts(et_file: Path) -> None:
     assert lines[0] == "--scale [idle]=2: 1 nodes scaled (all ranks)"
     assert lines[1].endswith("simulated 25 us, measured 25 us, error +0.00%")
     assert lines[2] == ("  model only (delays and idle time zeroed) 20 us, error -20.00%; "
-                        "unexplained on the critical path 5 us")  # fmt: skip
+                        "unexplained on the critical path 5 us ([delay] 5 us)")  # fmt: skip
     assert lines[3].startswith("  what-if makespan 26 us")  # the idle (6) now outlasts the delay
 
 

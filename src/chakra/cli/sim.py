@@ -227,7 +227,8 @@ def _print_rank(
         )
         if result.model_only_error_pct is not None:
             alone += f", error {result.model_only_error_pct:+.2f}%"
-        print(f"{alone}; unexplained on the critical path {result.unexplained_us:,.0f} us")
+        print(f"{alone}; unexplained on the critical path {result.unexplained_us:,.0f} us "
+              f"([delay] {result.delay_us or 0:,.0f} us)")  # fmt: skip
     if scaled is not None:
         ratio = scaled / result.simulated_makespan_us if result.simulated_makespan_us else 1.0
         print(f"  what-if makespan {scaled:,.0f} us ({ratio:.3f}x the replayed one)")

@@ -179,9 +179,19 @@ def critical_path(result: SimResult, rank: int = 0, top: int = 5) -> list[PathEn
 def unexplained_on_path(result: SimResult, rank: int = 0) -> float:
     """Total time (µs) of the ``[delay]`` and ``[idle]`` nodes on :func:`critical_chain`:
     how much of the replayed makespan the graph's ops do not explain."""
+    return sum(unexplained_by_kind(result, rank))
+
+
+def unexplained_by_kind(result: SimResult, rank: int = 0) -> tuple[float, float]:
+    """(``[delay]``, ``[idle]``) time (µs) on :func:`critical_chain`, one walk."""
     start, end, names = result.start[rank], result.end[rank], result.graphs[rank].names
-    chain = critical_chain(result, rank)
-    return float(sum(end[n] - start[n] for n in chain if names[n] in (DELAY, IDLE)))
+    delay = idle = 0.0
+    for n in critical_chain(result, rank):
+        if names[n] == DELAY:
+            delay += end[n] - start[n]
+        elif names[n] == IDLE:
+            idle += end[n] - start[n]
+    return delay, idle
 
 
 def log_reference_lines(result: SimResult) -> None:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import msgspec
 
-from chakra.simulate.analysis import model_only, unexplained_on_path
+from chakra.simulate.analysis import model_only, unexplained_by_kind
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import RankResult, ResourceUse, SimResult
 
@@ -53,11 +53,13 @@ def rank_results(result: SimResult, explain: bool = False) -> list[RankResult]:
         )
         if model is not None:
             alone = _makespan(model, r)
+            delay, idle = unexplained_by_kind(result, r)
             rank = msgspec.structs.replace(
                 rank,
                 model_only_makespan_us=alone,
                 model_only_error_pct=_error(alone, measured),
-                unexplained_us=unexplained_on_path(result, r),
+                unexplained_us=delay + idle,
+                delay_us=delay,
             )
         results.append(rank)
     return results

@@ -40,6 +40,9 @@ class RankResult(msgspec.Struct, frozen=True):
     model_only_makespan_us: Optional[float] = None
     model_only_error_pct: Optional[float] = None
     unexplained_us: Optional[float] = None
+    #: of ``unexplained_us``, the ``[delay]`` nodes' time alone (waits no edge explains:
+    #: launch latency, wake-ups, causes the trace does not record); the rest is ``[idle]``
+    delay_us: Optional[float] = None
 
 
 class PathEntry(msgspec.Struct, frozen=True, array_like=True):
