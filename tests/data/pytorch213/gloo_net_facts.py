@@ -134,6 +134,28 @@ def host_facts(et: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def misnested(et: dict[str, Any], kineto: dict[str, Any]) -> dict[str, int]:
+    """Host ops whose host parent does not enclose them in Kineto time (both joined by
+    rf_id, both on Kineto's main thread): all of them, and those that started while a
+    ``gloo:*`` op ran on a worker thread."""
+    by_id = {n["id"]: n for n in et["nodes"]}
+    main = main_tid(kineto)
+    ops = kineto_ops(kineto)
+    kin = {e["args"][RFID]: e for e in ops if e["tid"] == main and RFID in e.get("args", {})}
+    gloo = [(e["ts"], e["ts"] + e["dur"]) for e in ops if e["name"].startswith("gloo:")]
+    bad = during_gloo = 0
+    for node in et["nodes"]:
+        parent = by_id[node["ctrl_deps"]]
+        child_k, parent_k = kin.get(attrs(node)["rf_id"]), kin.get(attrs(parent)["rf_id"])
+        if child_k is None or parent_k is None or node is parent:
+            continue
+        end, parent_end = child_k["ts"] + child_k["dur"], parent_k["ts"] + parent_k["dur"]
+        if child_k["ts"] < parent_k["ts"] or end > parent_end:
+            bad += 1
+            during_gloo += any(s <= child_k["ts"] <= e for s, e in gloo)
+    return {"parent_not_enclosing": bad, "of_them_started_during_gloo": during_gloo}
+
+
 def join_facts(host_rf: dict[int, str], kineto: dict[str, Any]) -> dict[str, Any]:
     kin = {e["args"][RFID]: e["name"] for e in kineto_ops(kineto) if RFID in e.get("args", {})}
     joined = host_rf.keys() & kin.keys()
@@ -148,8 +170,10 @@ def join_facts(host_rf: dict[int, str], kineto: dict[str, Any]) -> dict[str, Any
 
 def rank_facts(folder: Path, rank: int) -> dict[str, Any]:
     kineto = load(folder / f"rank{rank}.kineto.json.gz")
-    host = host_facts(load(folder / f"rank{rank}.host_et.json.gz"))
+    et = load(folder / f"rank{rank}.host_et.json.gz")
+    host = host_facts(et)
     join = join_facts(host.pop("rf_ids"), kineto)
+    join.update(misnested(et, kineto))
     return {"kineto": kineto_facts(kineto), "host": host, "join": join}
 
 
