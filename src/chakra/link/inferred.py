@@ -11,11 +11,12 @@ another piece of work ends. Two rules, each a sort and a sweep (binary search pe
   end), waited for that op: an event wait whose ``cuda_sync`` record is missing (older
   profilers, or NCCL's internal waits).
 - ``inferred:thread_resume``: a host op nested inside another (a child of ``## step N ##``,
-  say) that started more than ``THREAD_TOLERANCE_US`` after its thread was last busy at that
-  level (its previous sibling's end, else its parent's start), within ``THREAD_TOLERANCE_US``
-  of the end of another thread's top-level op (the latest such end), waited for that op: a
-  blocking collective whose ``work.wait()`` is no op of its own, its wait recorded as the
-  parent's self time. Top-level ops have the recorded hand-off rule
+  say) that started more than 50 µs after its thread was last busy at that level (its
+  previous sibling's end, else its parent's start), within ``THREAD_TOLERANCE_US`` of the end
+  of another thread's top-level op (the latest such end), having waited at least as long
+  before that end as after it, waited for that op: a blocking collective whose
+  ``work.wait()`` is no op of its own, its wait recorded as the parent's self time.
+  Top-level ops have the recorded hand-off rule
   (:func:`chakra.link.evidence.inter_thread_and_gaps`).
 
 Each inferred edge says so in ``via`` (the rule's name); the link report counts them by kind
@@ -35,10 +36,15 @@ from chakra.link.nesting import NO_PARENT, ThreadNesting
 
 STREAM_RESUME = "inferred:stream_resume"
 THREAD_RESUME = "inferred:thread_resume"
+THREAD_WAKE = "inferred:thread_wake"
 #: How close (µs) a start must follow the end it is taken to wait for, and how much later
 #: than its known dependencies allow it must start, for each rule.
 STREAM_TOLERANCE_US = 10.0
-THREAD_TOLERANCE_US = 50.0
+#: A thread wakes up slower: the interpreter runs between the wait's return and the next op
+#: (30-160 µs on the real gloo recordings of tests/data/pytorch213/gloo_net, 2 busy cores).
+THREAD_TOLERANCE_US = 200.0
+#: The least idle time before a nested host op that can be a wait on another thread.
+_MIN_THREAD_WAIT_US = 50.0
 #: Float noise of µs timestamps written with 3 decimals: an end this much after a start is
 #: the same instant (a kernel started at 354.271 by one ending at 354.2710001).
 _SAME_INSTANT_US = 0.001
@@ -91,11 +97,40 @@ def thread_resume_edges(
                 continue
             start = nesting.starts[index]
             low = busy_until[index]
-            if start - low <= THREAD_TOLERANCE_US:
+            if start - low <= _MIN_THREAD_WAIT_US:
                 continue
-            source = _latest_end(ends, end_times, start, THREAD_TOLERANCE_US, low, thread)
-            if source is not None:
-                edges.append(Edge(EdgeKind.INTER_THREAD, source, host_id, THREAD_RESUME))
+            found = _latest(ends, end_times, start, THREAD_TOLERANCE_US, low, thread)
+            # the thread waited at least as long before that end as it took to resume
+            if found is not None and found[0] - low >= start - found[0]:
+                edges.append(Edge(EdgeKind.INTER_THREAD, found[1], host_id, THREAD_RESUME))
+    return edges
+
+
+def thread_wake_edges(
+    ops: Mapping[tuple, Sequence[tuple[Number, Number, int, bool]]], recorded: Iterable[Edge]
+) -> list[Edge]:
+    """``inferred:thread_wake`` edges into top-level host ops that no recorded hand-off
+    reaches: each Kineto thread's first op, or one after more than 50 µs idle, depends on
+    the linked op of another thread (at any depth) that ended last before it started,
+    within its idle time. ``ops``: every linked op per Kineto thread as (start, end, host
+    id, top-level). A gloo worker the host ET has no thread for is woken by work enqueued
+    inside ``c10d::allreduce_`` on the main thread: no top-level op of the main thread
+    (all inside ``## step N ##``) ended in its idle time."""
+    reached = {e.dst for e in recorded if e.kind is EdgeKind.INTER_THREAD}
+    ends = sorted((row[1], thread, row[2]) for thread, rows in ops.items() for row in rows)
+    end_times = [e[0] for e in ends]
+    edges = []
+    for thread, rows in ops.items():
+        previous_end: Optional[Number] = None
+        for start, end, host_id, top in rows:
+            if not top:
+                continue
+            low = float("-inf") if previous_end is None else previous_end
+            if host_id not in reached and start - low > _MIN_THREAD_WAIT_US:
+                source = _latest_end(ends, end_times, start, float("inf"), low, thread)
+                if source is not None:
+                    edges.append(Edge(EdgeKind.INTER_THREAD, source, host_id, THREAD_WAKE))
+            previous_end = end if previous_end is None else max(previous_end, end)
     return edges
 
 
@@ -120,10 +155,19 @@ def _latest_end(
 ) -> Optional[int]:  # fmt: skip
     """The id of the op (not on ``own``) whose end is the latest in (``after``, ``start``]
     (to the same instant), when that end is within ``tolerance`` of ``start``."""
+    found = _latest(ends, end_times, start, tolerance, after, own)
+    return None if found is None else found[1]
+
+
+def _latest(
+    ends: list[tuple], end_times: list[Number], start: Number, tolerance: float,
+    after: Number, own: object,
+) -> Optional[tuple[Number, int]]:  # fmt: skip
+    """(end, id) of :func:`_latest_end`'s op."""
     k = bisect_right(end_times, start + _SAME_INSTANT_US) - 1
     while k >= 0 and end_times[k] > after and start - end_times[k] <= tolerance:
         if ends[k][1] != own:
-            return ends[k][2]
+            return end_times[k], ends[k][2]
         k -= 1
     return None
 

@@ -24,7 +24,12 @@ from chakra.link.evidence import (
     stream_order_edges,
 )
 from chakra.link.gpu_link import GpuLinker
-from chakra.link.inferred import is_inferred, stream_resume_edges, thread_resume_edges
+from chakra.link.inferred import (
+    is_inferred,
+    stream_resume_edges,
+    thread_resume_edges,
+    thread_wake_edges,
+)
 from chakra.link.linked_trace import (
     CpuMatch,
     Edge,
@@ -194,6 +199,7 @@ def _dependencies(
         all_edges += stream_resume_edges(gpu_nodes, event_waits)
         top = timeline.top_level()
         thread_edges += thread_resume_edges(timeline.nestings, timeline.host_of, top)
+        thread_edges += thread_wake_edges(timeline.ops, thread_edges)
     return all_edges, thread_edges, inter_thread, gaps
 
 
