@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import msgspec
 
 from chakra.synth import transformer, worker_threads
-from chakra.synth.options import SynthOptions, scale_ns
+from chakra.synth.collectives import collective_actions, collective_call
+from chakra.synth.options import SynthOptions
 from chakra.synth.records import (
     CollectiveCall,
     DeviceSync,
@@ -27,7 +28,6 @@ from chakra.synth.records import (
     SwitchThread,
 )
 from chakra.synth.vocabulary import (
-    COLLECTIVES,
     COMPUTE_STREAM,
     COPY_STREAM,
     DEFAULT_PG_STREAM,
@@ -36,30 +36,16 @@ from chakra.synth.vocabulary import (
     MEMCPY_HTOD,
     MEMSET_DEVICE,
     PROFILER_STEP,
-    RECORD_PARAM_COMMS,
     SCOPE_BACKWARD_FUNCTION,
     SCOPE_USER,
     SUBGROUP_STREAM,
     Category,
-    traffic_factor,
 )
 
 US = 1000  # ns per µs
 _END = OpEnd()
 #: GPU ops per step outside the layers (copies, loss, optimizer, step-level collectives).
 STEP_OVERHEAD_GPU_OPS = 14
-#: Link bandwidth (bytes per ns, i.e. GB/s) and per-collective latency of the modelled fabric.
-LINK_BYTES_PER_NS = 150
-COLLECTIVE_LATENCY_NS = 8 * US
-
-_MESSAGE_NELEMS = {
-    "all_reduce": 1 << 21,
-    "all_gather": 1 << 19,
-    "reduce_scatter": 1 << 20,
-    "all_to_all": 1 << 19,
-    "broadcast": 1 << 10,
-    "send_recv": 1 << 18,
-}
 
 
 class JobPlan(msgspec.Struct, frozen=True):
@@ -89,13 +75,6 @@ def plan_job(options: SynthOptions) -> JobPlan:
     return JobPlan(options, tuple(groups), layers, layer, transformer.loss_op())
 
 
-def transfer_ns(kind: str, nelems: int, group_size: int, network_factor: float = 1.0) -> int:
-    """Time a collective moves data once its last member has started (bandwidth model:
-    latency plus bytes on the wire over link bandwidth, both times ``network_factor``)."""
-    wire = nelems * 4 * traffic_factor(kind, group_size)
-    return scale_ns(COLLECTIVE_LATENCY_NS + int(wire / LINK_BYTES_PER_NS), network_factor)
-
-
 class _Counters:
     """Per-rank program counters: collective sequence per group, events, autograd seq."""
 
@@ -115,63 +94,8 @@ class _Counters:
 
 
 def _call(counters: _Counters, plan: JobPlan, kind: str, group: ProcessGroup) -> CollectiveCall:
-    n = len(group.ranks)
-    base = _MESSAGE_NELEMS["send_recv" if kind in ("send", "recv") else kind]
-    in_n, out_n = base, base
-    if kind == "all_gather":
-        out_n = base * n
-    elif kind == "reduce_scatter":
-        in_n, out_n = base * n, base
-    job_kind = "send_recv" if kind in ("send", "recv") else kind
-    return CollectiveCall(
-        kind=kind,
-        job_kind=job_kind,
-        pg=group,
-        seq=counters.next_seq(group.name),
-        ranks=group.ranks,
-        in_nelems=in_n,
-        out_nelems=out_n,
-        transfer_ns=transfer_ns(kind, in_n, n, plan.options.network_factor),
-    )
-
-
-def collective_actions(
-    call: CollectiveCall, rank: int, counters: _Counters, wait: bool, after: int = 0
-) -> Iterator[object]:
-    """``c10d::<op>`` -> ``record_param_comms`` -> ``nccl:<op>`` -> NCCL kernel, with the
-    stream hand-offs ProcessGroupNCCL makes: the NCCL stream waits for the compute stream
-    before the kernel; event ``after`` (allocated here when 0) is recorded on the NCCL stream
-    after it, and with ``wait`` the compute stream waits for that event at once."""
-    names = COLLECTIVES[call.kind]
-    n = len(call.ranks)
-    tensor = ("GenericList[Tensor(float)]", ((call.in_nelems,),))
-    start = call.ranks[0]
-    positional = (
-        tensor, ("Int", call.seq), ("Tuple[String,String]", [call.pg.name, call.pg.desc]),
-        ("Int", call.ranks.index(rank)), ("String", names.collective_name),
-        ("GenericList[]", []), ("GenericList[]", []), ("Int", start), ("Int", 1), ("Int", n),
-    )  # fmt: skip
-    before = counters.next_event()
-    after = after or counters.next_event()
-    yield OpBegin(names.c10d, schema=names.schema, inputs=(tensor,))
-    yield OpBegin(RECORD_PARAM_COMMS, inputs=positional, comm=call)
-    yield EventRecord(COMPUTE_STREAM, before)
-    yield StreamWait(call.pg.stream, before)
-    yield OpBegin(
-        names.nccl,
-        Category.USER_ANNOTATION,
-        inputs=(("Tensor(float)", (call.in_nelems,)),),
-        scope=SCOPE_USER,
-    )
-    yield Launch(
-        "cudaLaunchKernelExC", Category.KERNEL, names.kernel, call.pg.stream, 0, call.nbytes, call
-    )
-    yield _END
-    yield EventRecord(call.pg.stream, after)
-    yield _END
-    yield _END
-    if wait:
-        yield StreamWait(COMPUTE_STREAM, after)
+    seq = counters.next_seq(group.name)
+    return collective_call(kind, group, seq, plan.options.network_factor)
 
 
 def _tree_actions(tree: transformer.OpTree, **first: object) -> Iterator[object]:
@@ -249,7 +173,7 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
     send/recv pair mid-way), the loss."""
     pair = plan.pair_group(rank)
     yield from collective_actions(
-        _call(counters, plan, "broadcast", plan.groups[0]), rank, counters, True
+        _call(counters, plan, "broadcast", plan.groups[0]), rank, counters.next_event, True
     )
     for layer_index in range(plan.layers):
         for op_index, op in enumerate(plan.layer):
@@ -259,14 +183,14 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
             yield from _tree_actions(op.forward, seq=seq, fwd_thread=0, flow_start=True)
             if op_index == 5:
                 call = _call(counters, plan, "all_gather", pair)
-                yield from collective_actions(call, rank, counters, True)
+                yield from collective_actions(call, rank, counters.next_event, True)
         if layer_index == plan.layers // 2:
             call = _call(counters, plan, "all_to_all", plan.groups[0])
-            yield from collective_actions(call, rank, counters, True)
+            yield from collective_actions(call, rank, counters.next_event, True)
             if len(pair.ranks) == 2:
                 kind = "send" if rank == pair.ranks[0] else "recv"
                 yield from collective_actions(
-                    _call(counters, plan, kind, pair), rank, counters, True
+                    _call(counters, plan, kind, pair), rank, counters.next_event, True
                 )
     yield Gap(2 * US, 10 * US)
     seq = counters.autograd_seq
@@ -319,9 +243,10 @@ def _backward(
             yield from _backward_node(op, seq)
         call = _call(counters, plan, "all_reduce", plan.groups[0])
         last = layer_index == plan.layers - 1
-        yield from collective_actions(call, rank, counters, False, last_reduce if last else 0)
+        after = last_reduce if last else 0
+        yield from collective_actions(call, rank, counters.next_event, False, after)
     call = _call(counters, plan, "reduce_scatter", plan.pair_group(rank))
-    yield from collective_actions(call, rank, counters, False, scatter_done)
+    yield from collective_actions(call, rank, counters.next_event, False, scatter_done)
 
 
 def _optimizer(waits: tuple[int, ...]) -> Iterator[object]:
