@@ -30,7 +30,10 @@ from chakra.synth.records import (
 from chakra.synth.vocabulary import (
     COMPUTE_STREAM,
     COPY_STREAM,
+    DDP_COPY_BUCKET,
     DEFAULT_PG_STREAM,
+    EVALUATE_FUNCTION,
+    MEMCPY_DTOD,
     MEMCPY_DTOH_PAGEABLE,
     MEMCPY_DTOH_PINNED,
     MEMCPY_HTOD,
@@ -201,9 +204,7 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
 def _backward_node(op: transformer.LayerOp, seq: int) -> Iterator[object]:
     """``evaluate_function: XBackward0`` -> ``XBackward0`` -> its aten ops; AccumulateGrad
     for each weight."""
-    yield OpBegin(
-        f"autograd::engine::evaluate_function: {op.backward}", seq=seq, fwd_thread=1, flow_end=True
-    )
+    yield OpBegin(f"{EVALUATE_FUNCTION}{op.backward}", seq=seq, fwd_thread=1, flow_end=True)
     yield OpBegin(
         op.backward, seq=seq, backward_of=seq, fwd_thread=1, scope=SCOPE_BACKWARD_FUNCTION
     )
@@ -214,7 +215,7 @@ def _backward_node(op: transformer.LayerOp, seq: int) -> Iterator[object]:
     grad = ("Tensor(float)", (transformer.HIDDEN,))
     for _ in range(op.weights):
         yield Gap(1 * US, 4 * US)
-        yield OpBegin("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad")
+        yield OpBegin(f"{EVALUATE_FUNCTION}torch::autograd::AccumulateGrad")
         yield OpBegin("torch::autograd::AccumulateGrad", scope=SCOPE_BACKWARD_FUNCTION)
         yield from _tree_actions(
             transformer.OpTree(
@@ -249,9 +250,29 @@ def _backward(
     yield from collective_actions(call, rank, counters.next_event, False, scatter_done)
 
 
-def _optimizer(waits: tuple[int, ...]) -> Iterator[object]:
-    """The compute stream waits for the gradients' collectives, then two foreach kernels."""
-    yield OpBegin("Optimizer.step#AdamW.step", Category.USER_ANNOTATION, scope=SCOPE_USER)
+def _copy_buckets_to_grads() -> Iterator[object]:
+    """DDP after backward, on the main thread: each of two all-reduced gradient buckets is
+    copied back into the gradients (a device-to-device copy). Filed in the host ET under an
+    autograd op that had already ended (``stale_host_parents``)."""
+    grads = ("Tensor(float)", (transformer.HIDDEN * transformer.HIDDEN,))
+    for _bucket in range(2):
+        yield Gap(2 * US, 6 * US)
+        yield OpBegin(DDP_COPY_BUCKET, stale_parent=True)
+        yield OpBegin("aten::copy_", inputs=(grads, grads, ("Bool", False)))
+        yield _copy("cudaMemcpyAsync", MEMCPY_DTOD, COMPUTE_STREAM, 8, grads[1][0] * 4)
+        yield _END
+        yield _END
+
+
+def _optimizer(waits: tuple[int, ...], stale_parent: bool) -> Iterator[object]:
+    """The compute stream waits for the gradients' collectives, then two foreach kernels;
+    ``stale_parent``: filed in the host ET under an ended autograd op."""
+    yield OpBegin(
+        "Optimizer.step#AdamW.step",
+        Category.USER_ANNOTATION,
+        scope=SCOPE_USER,
+        stale_parent=stale_parent,
+    )
     for event in waits:
         yield StreamWait(COMPUTE_STREAM, event)
     params = ("GenericList[Tensor(float)]", ((transformer.HIDDEN, transformer.HIDDEN),) * 4)
@@ -294,11 +315,17 @@ def _epilogue(counters: _Counters, pageable_async_copy: bool) -> Iterator[object
 def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
     """Every action of ``rank`` over all profiled steps, in program order (a generator: the
     program is never held in memory). With ``worker_threads`` the data loader runs before
-    the prologue, and a gloo all_reduce is issued before the optimizer and waited for after."""
+    the prologue, and a gloo all_reduce is issued before the optimizer and waited for after;
+    with ``blocking_gloo`` a blocking gloo broadcast follows the data loader and a blocking
+    all_reduce in ``## log_metrics ##`` precedes the epilogue; with ``stale_host_parents``
+    DDP copies the buckets back to the gradients after backward."""
     counters = _Counters()
-    threads = plan.options.worker_threads
-    gloo = worker_threads.gloo_group(plan.options.ranks)
-    for step in range(plan.options.steps):
+    options = plan.options
+    threads, blocking, stale = (
+        options.worker_threads, options.blocking_gloo, options.stale_host_parents
+    )  # fmt: skip
+    gloo = worker_threads.gloo_group(options.ranks)
+    for step in range(options.steps):
         yield Gap(40 * US, 120 * US)
         yield OpBegin(
             PROFILER_STEP.format(step), Category.USER_ANNOTATION, scope=SCOPE_USER, step=step
@@ -306,19 +333,27 @@ def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
         yield Gap(5 * US, 15 * US)
         if threads:
             yield from worker_threads.data_loader_actions()
+        if blocking:
+            call = _call(counters, plan, "broadcast", gloo)
+            yield from worker_threads.gloo_blocking_actions(call, None)
         yield from _step_prologue(counters)
         yield from _forward(plan, rank, counters)
         yield SwitchThread(1, 15 * US, 40 * US)
         last_reduce, scatter_done = counters.next_event(), counters.next_event()
         yield from _backward(plan, rank, counters, last_reduce, scatter_done)
         yield SwitchThread(0, 10 * US, 30 * US)
+        if stale:
+            yield from _copy_buckets_to_grads()
         if threads:
-            yield from worker_threads.gloo_allreduce_actions(
-                _call(counters, plan, "all_reduce", gloo)
-            )
-        yield from _optimizer((last_reduce, scatter_done))
+            call = _call(counters, plan, "all_reduce", gloo)
+            yield from worker_threads.gloo_allreduce_actions(call)
+        yield from _optimizer((last_reduce, scatter_done), stale)
         if threads:
             yield from worker_threads.gloo_wait_actions()
+        if blocking:
+            yield Gap(5 * US, 15 * US)
+            call = _call(counters, plan, "all_reduce", gloo)
+            yield from worker_threads.gloo_blocking_actions(call, worker_threads.LOG_METRICS)
         yield Gap(5 * US, 20 * US)
-        yield from _epilogue(counters, plan.options.pageable_async_copy)
+        yield from _epilogue(counters, options.pageable_async_copy)
         yield _END
