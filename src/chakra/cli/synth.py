@@ -54,6 +54,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--integer-timestamps", action="store_true", help="whole-µs timestamps in the traces"
     )
     parser.add_argument("--gzip", action="store_true", help="gzip the per-rank files")
+    _add_program_options(parser)
+    for resource, what in (("gpu", "kernel, memcpy and memset durations"),
+                           ("cpu", "host op, gap and runtime call times"),
+                           ("network", "collective transfer times")):  # fmt: skip
+        parser.add_argument(
+            f"--{resource}-factor",
+            type=arg_types.finite_positive,
+            default=1.0,
+            metavar="F",
+            help=f"multiply {what} by F > 0; same program, same random draws (default: 1)",
+        )
+    parser.add_argument(
+        "--validate", action="store_true", help="re-read the output and check its invariants"
+    )
+    add_log_level_option(parser)
+    return parser
+
+
+def _add_program_options(parser: argparse.ArgumentParser) -> None:
+    """What the program does besides the training step: extra threads and the hazards of
+    real gloo jobs."""
     parser.add_argument(
         "--pageable-async-copy",
         action="store_true",
@@ -84,21 +105,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="DDP bucket copies after backward; they and Optimizer.step are filed in the host "
         "ET under an autograd op that had already ended",
     )
-    for resource, what in (("gpu", "kernel, memcpy and memset durations"),
-                           ("cpu", "host op, gap and runtime call times"),
-                           ("network", "collective transfer times")):  # fmt: skip
-        parser.add_argument(
-            f"--{resource}-factor",
-            type=arg_types.finite_positive,
-            default=1.0,
-            metavar="F",
-            help=f"multiply {what} by F > 0; same program, same random draws (default: 1)",
-        )
-    parser.add_argument(
-        "--validate", action="store_true", help="re-read the output and check its invariants"
-    )
-    add_log_level_option(parser)
-    return parser
 
 
 def _rank_list(text: str) -> object:
