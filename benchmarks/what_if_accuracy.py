@@ -250,8 +250,9 @@ def main() -> None:
     parser.add_argument("--matrix", action="store_true",
                         help="every vintage and hazard at steps 1-3 and 2-8 ranks (with "
                         "--jobs: those too)")  # fmt: skip
-    parser.add_argument("--tolerance", type=float, default=2.0,
-                        help="|error| %% past which a row is marked ! (default: 2)")  # fmt: skip
+    parser.add_argument("--tolerance", type=float, default=3.0,
+                        help="|error| %% past which a row is marked ! (default: 3; the "
+                        "hazard-free variants of --matrix reach 2.8%%: small jobs)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also save the rows as JSON")
     parser.add_argument(
         "--no-worker-threads",
