@@ -1,25 +1,34 @@
 """How well the simulator predicts a what-if, against ground truth it did not write.
 
-For each job (seed, ops per step, ranks; with a data-loader thread and a gloo-like all_reduce
-on a worker thread unless --no-worker-threads), the synthetic generator records the same program
-at speed 1 and again with one resource faster or slower (GPU kernels, CPU, network). The
-speed-1 recording is linked, converted and simulated with the matching ``--scale`` rules;
-the prediction is compared with the makespan of the recording made at that speed. Prints
-one row per (job, what-if): true change, predicted change, error.
+For each job (seed, ops per step, ranks, steps, and the vintages and hazards of its traces;
+with a data-loader thread and a gloo-like all_reduce on a worker thread unless
+--no-worker-threads), the synthetic generator records the same program at speed 1 and again
+with one resource faster or slower (GPU kernels, CPU, network). The speed-1 recording is
+linked, converted and simulated with the matching ``--scale`` rules; the prediction is
+compared with the makespan of the recording made at that speed. Prints one row per (job,
+what-if): true change, predicted change, error (``!`` past --tolerance), then a summary line
+and each rank's model-only error and unexplained time. A job the pipeline fails on prints
+one line with the error instead of its rows.
 
     python benchmarks/what_if_accuracy.py [--jobs 1:200:2 2:600:3 3:1000:4] [--json OUT]
+    python benchmarks/what_if_accuracy.py --matrix      # steps 1-3, 2-8 ranks, every variant
+
+A job is ``SEED:OPS_PER_STEP:RANKS[:STEPS[:VARIANT[+VARIANT...]]]``; variants are the
+``chakra_synth`` vintages and the gloo hazards (see :data:`HAZARDS`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 from chakra.simulate import ScaleRule, SimResult, build_graph, simulate, what_if
-from chakra.synth import SynthOptions, generate_job
+from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
 
 #: (label, synthetic option, factor, scale rules that say the same to the simulator).
 #: GPU kernels: every GPU op but the collectives (their time is the network's).
@@ -32,6 +41,68 @@ WHAT_IFS = [
     ("network x0.5", "network_factor", 0.5, ["comm=0.5"]),
     ("network x2", "network_factor", 2.0, ["comm=2"]),
 ]
+#: Hazard variants besides the vintages: the SynthOptions fields each switches on.
+#: ``unrecorded_gloo_worker``: rank 0 only (one rank's gloo collectives carry no thread).
+HAZARDS = {
+    "blocking_gloo": {"blocking_gloo": True},
+    "unrecorded_gloo_worker": {"unrecorded_gloo_ranks": (0,)},
+    "stale_host_parents": {"stale_host_parents": True},
+}
+#: Shorthand for every hazard at once, with the ``no_cuda_sync`` vintage.
+ALL_HAZARDS = ("no_cuda_sync", *HAZARDS)
+#: --matrix: every vintage and hazard alone, and all hazards together, each at three shapes
+#: (steps, ranks) with 60 ops per step: about a minute on 2 cores.
+MATRIX_VARIANTS = [*VINTAGES, *HAZARDS, "all_hazards"]
+MATRIX_SHAPES = [(1, 2), (2, 5), (3, 8)]
+MATRIX_OPS = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One synthetic job of the benchmark."""
+
+    seed: int
+    ops: int
+    ranks: int
+    steps: int = 1
+    variants: tuple[str, ...] = ("modern",)
+
+    @classmethod
+    def parse(cls, text: str) -> Job:
+        fields = text.split(":")
+        numbers = [int(x) for x in fields[:4]]
+        variants = tuple(fields[4].split("+")) if len(fields) > 4 else ("modern",)
+        return cls(*numbers, variants=variants)  # type: ignore[arg-type]
+
+    @property
+    def label(self) -> str:
+        steps = f"{self.steps} step{'s' if self.steps > 1 else ''}"
+        return f"seed {self.seed}, {self.ops} ops/step, {self.ranks} ranks, {steps}, " + "+".join(
+            self.variants
+        )
+
+    def options(self, workers: bool) -> SynthOptions:
+        base = SynthOptions(seed=self.seed, ranks=self.ranks, steps=self.steps,
+                            ops_per_step=self.ops, worker_threads=workers)  # fmt: skip
+        names = [n for v in self.variants for n in (ALL_HAZARDS if v == "all_hazards" else (v,))]
+        changes: dict = {}
+        for name in names:
+            if name in HAZARDS:
+                changes.update(HAZARDS[name])
+            elif name not in VINTAGES:
+                known = ", ".join([*VINTAGES, *HAZARDS, "all_hazards"])
+                raise SystemExit(f"unknown variant {name!r}; known: {known}")
+        vintages = [name for name in names if name in VINTAGES]
+        return options_with_vintages(dataclasses.replace(base, **changes), vintages)
+
+
+def matrix_jobs() -> list[Job]:
+    """The --matrix jobs: seed i for the i-th job, so every job draws differently."""
+    jobs = []
+    for variant in MATRIX_VARIANTS:
+        for steps, ranks in MATRIX_SHAPES:
+            jobs.append(Job(len(jobs) + 1, MATRIX_OPS, ranks, steps, tuple(variant.split("+"))))
+    return jobs
 
 
 def job_makespan_us(folder: Path, ranks: int) -> float:
@@ -75,53 +146,113 @@ def predicted_makespan_us(nodes: list, rules: list[str]) -> float:
     return job_span_us(what_if(graphs, [ScaleRule.parse(rule) for rule in rules]))
 
 
-def run(jobs: list[tuple[int, int, int]], workers: bool) -> tuple[list[dict], list[dict]]:
-    """The what-if rows, and per job each rank's model-only error and unexplained time.
-    ``workers``: the programs have a data-loader thread and a gloo-like all_reduce on a
-    worker thread (``chakra_synth --worker-threads``)."""
+def run_job(job: Job, workers: bool, folder: Path) -> tuple[list[dict], dict]:
+    """One job's what-if rows and its ranks' model-only error and unexplained time."""
+    base = job.options(workers)
+    recorded = folder / "recorded"
+    generate_job(base, recorded)
+    work = folder / "work"
+    work.mkdir()
+    nodes = converted_graphs(recorded, job.ranks, work)
+    true_base = job_makespan_us(recorded, job.ranks)
+    replay = simulate([build_graph(rank_nodes, r) for r, rank_nodes in enumerate(nodes)])
+    replayed = job_span_us(replay)
+    model_only = {
+        "job": job.label,
+        "model_only_error_pct": [r.model_only_error_pct for r in replay.ranks],
+        "unexplained_us": [r.unexplained_us for r in replay.ranks],
+    }
+    rows = []
+    for label, option, factor, rules in WHAT_IFS:
+        truth_dir = folder / f"{option}_{factor}"
+        generate_job(dataclasses.replace(base, **{option: factor}), truth_dir)
+        true = job_makespan_us(truth_dir, job.ranks)
+        predicted = predicted_makespan_us(nodes, rules)
+        rows.append({
+            "job": job.label, "what_if": label, "rules": " ".join(rules),
+            "true_change_pct": (true - true_base) / true_base * 100,
+            "predicted_change_pct": (predicted - replayed) / replayed * 100,
+            "error_pct": (predicted / replayed * true_base - true) / true * 100,
+        })  # fmt: skip
+    return rows, model_only
+
+
+def run(jobs: list[Job], workers: bool) -> tuple[list[dict], list[dict], list[dict]]:
+    """The what-if rows, per job each rank's model-only error and unexplained time, and the
+    jobs the pipeline failed on (``job``, ``error``). ``workers``: the programs have a
+    data-loader thread and a gloo-like all_reduce on a worker thread."""
     rows: list[dict] = []
     model_only: list[dict] = []
+    failed: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        base_dir = Path(tmp)
-        for seed, ops, ranks in jobs:
-            base = SynthOptions(
-                seed=seed, ranks=ranks, steps=1, ops_per_step=ops, worker_threads=workers
-            )
-            recorded = base_dir / f"s{seed}"
-            generate_job(base, recorded)
-            work = base_dir / f"w{seed}"
-            work.mkdir()
-            nodes = converted_graphs(recorded, ranks, work)
-            true_base = job_makespan_us(recorded, ranks)
-            replay = simulate([build_graph(rank_nodes, r) for r, rank_nodes in enumerate(nodes)])
-            replayed = job_span_us(replay)
-            explained = replay.ranks
-            model_only.append({
-                "job": f"seed {seed}, {ops} ops/step, {ranks} ranks",
-                "model_only_error_pct": [r.model_only_error_pct for r in explained],
-                "unexplained_us": [r.unexplained_us for r in explained],
-            })  # fmt: skip
-            for label, option, factor, rules in WHAT_IFS:
-                truth_dir = base_dir / f"s{seed}_{option}_{factor}"
-                options = SynthOptions(**{**base.__dict__, option: factor})
-                generate_job(options, truth_dir)
-                true = job_makespan_us(truth_dir, ranks)
-                predicted = predicted_makespan_us(nodes, rules)
-                true_change = (true - true_base) / true_base * 100
-                predicted_change = (predicted - replayed) / replayed * 100
-                rows.append({
-                    "job": f"seed {seed}, {ops} ops/step, {ranks} ranks", "what_if": label,
-                    "rules": " ".join(rules), "true_change_pct": true_change,
-                    "predicted_change_pct": predicted_change,
-                    "error_pct": (predicted / replayed * true_base - true) / true * 100,
-                })  # fmt: skip
-    return rows, model_only
+        for index, job in enumerate(jobs):
+            folder = Path(tmp) / f"job{index}"
+            try:
+                job_rows, job_model = run_job(job, workers, folder)
+            except Exception as exc:  # a benchmark reports the failure and goes on
+                failed.append({"job": job.label, "error": f"{type(exc).__name__}: {exc}"})
+                continue
+            rows.extend(job_rows)
+            model_only.append(job_model)
+    return rows, model_only, failed
+
+
+def report(rows: list[dict], model_only: list[dict], failed: list[dict], tolerance: float):
+    width = max([len(row["job"]) for row in rows] + [34])
+    print(f"{'job':<{width}} {'what-if':<13} {'true %':>8} {'predicted %':>12} {'error %':>8}")
+    for row in rows:
+        flag = " !" if abs(row["error_pct"]) > tolerance else ""
+        print(f"{row['job']:<{width}} {row['what_if']:<13} {row['true_change_pct']:>8.2f} "
+              f"{row['predicted_change_pct']:>12.2f} {row['error_pct']:>8.2f}{flag}")  # fmt: skip
+    for entry in failed:
+        print(f"{entry['job']:<{width}} FAILED: {entry['error']}")
+    errors = [abs(row["error_pct"]) for row in rows]
+    if errors:
+        print(f"|error|: max {max(errors):.2f}%, median {statistics.median(errors):.2f}% "
+              f"over {len(errors)} rows")  # fmt: skip
+    beyond = sum(1 for error in errors if error > tolerance)
+    print(f"{beyond} of {len(errors)} rows beyond |error| {tolerance:g}% (marked !), "
+          f"{len(failed)} job(s) failed")  # fmt: skip
+    by_variant(rows, failed, tolerance)
+    print("model-only error per rank (delay and idle nodes at zero), unexplained time:")
+    for entry in model_only:
+        errors_pct = ", ".join(f"{e:+.2f}%" for e in entry["model_only_error_pct"])
+        unexplained = ", ".join(f"{u:,.0f}" for u in entry["unexplained_us"])
+        print(f"  {entry['job']:<{width}} {errors_pct}  ({unexplained} us)")
+
+
+def by_variant(rows: list[dict], failed: list[dict], tolerance: float) -> None:
+    """One line per variant (the job label's last part): rows, max and median |error|, rows
+    past ``tolerance``, failed jobs."""
+    groups: dict[str, list[float]] = {}
+    for row in rows:
+        groups.setdefault(row["job"].rsplit(", ", 1)[1], []).append(abs(row["error_pct"]))
+    crashed: dict[str, int] = {}
+    for entry in failed:
+        variant = entry["job"].rsplit(", ", 1)[1]
+        crashed[variant] = crashed.get(variant, 0) + 1
+        groups.setdefault(variant, [])
+    print(f"{'variant':<24} {'rows':>5} {'max |error| %':>14} {'median %':>9} {'past tol.':>9} "
+          f"{'failed jobs':>11}")  # fmt: skip
+    for variant, errors in groups.items():
+        top = f"{max(errors):.2f}" if errors else "-"
+        median = f"{statistics.median(errors):.2f}" if errors else "-"
+        beyond = sum(1 for error in errors if error > tolerance)
+        print(f"{variant:<24} {len(errors):>5} {top:>14} {median:>9} {beyond:>9} "
+              f"{crashed.get(variant, 0):>11}")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", nargs="+", default=["1:200:2", "2:600:3", "3:1000:4"],
-                        help="SEED:OPS_PER_STEP:RANKS")  # fmt: skip
+    parser.add_argument("--jobs", nargs="+", type=Job.parse, default=None,
+                        help="SEED:OPS_PER_STEP:RANKS[:STEPS[:VARIANT[+VARIANT]]] (default: "
+                        "1:200:2 2:600:3 3:1000:4)")  # fmt: skip
+    parser.add_argument("--matrix", action="store_true",
+                        help="every vintage and hazard at steps 1-3 and 2-8 ranks (with "
+                        "--jobs: those too)")  # fmt: skip
+    parser.add_argument("--tolerance", type=float, default=3.0,
+                        help="|error| %% past which a row is marked ! (default: 3; the "
+                        "hazard-free variants of --matrix reach 2.8%%: small jobs)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also save the rows as JSON")
     parser.add_argument(
         "--no-worker-threads",
@@ -129,21 +260,17 @@ def main() -> None:
         help="programs without the data-loader and gloo-like worker threads",
     )
     args = parser.parse_args()
-    jobs = [tuple(int(x) for x in text.split(":")) for text in args.jobs]
-    rows, model_only = run(jobs, not args.no_worker_threads)  # type: ignore[arg-type]
-    print(f"{'job':<34} {'what-if':<13} {'true %':>8} {'predicted %':>12} {'error %':>8}")
-    for row in rows:
-        print(f"{row['job']:<34} {row['what_if']:<13} {row['true_change_pct']:>8.2f} "
-              f"{row['predicted_change_pct']:>12.2f} {row['error_pct']:>8.2f}")  # fmt: skip
-    errors = [abs(row["error_pct"]) for row in rows]
-    print(f"|error|: max {max(errors):.2f}%, median {statistics.median(errors):.2f}%")
-    print("model-only error per rank (delay and idle nodes at zero), unexplained time:")
-    for entry in model_only:
-        errors_pct = ", ".join(f"{e:+.2f}%" for e in entry["model_only_error_pct"])
-        unexplained = ", ".join(f"{u:,.0f}" for u in entry["unexplained_us"])
-        print(f"  {entry['job']:<34} {errors_pct}  ({unexplained} us)")
+    jobs = args.jobs or ([] if args.matrix else [Job.parse(t) for t in ("1:200:2", "2:600:3",
+                                                                        "3:1000:4")])  # fmt: skip
+    if args.matrix:
+        jobs = [*jobs, *matrix_jobs()]
+    started = time.perf_counter()
+    rows, model_only, failed = run(jobs, not args.no_worker_threads)
+    report(rows, model_only, failed, args.tolerance)
+    print(f"{len(jobs)} jobs in {time.perf_counter() - started:.0f} s")
     if args.json:
-        args.json.write_text(json.dumps({"what_ifs": rows, "model_only": model_only}, indent=2))
+        document = {"what_ifs": rows, "model_only": model_only, "failed": failed}
+        args.json.write_text(json.dumps(document, indent=2))
 
 
 if __name__ == "__main__":

@@ -18,20 +18,34 @@ from chakra.synth import SynthOptions, generate_job
 from chakra.synth.invariants import validate_job
 from tests.synth.conftest import load_json
 
-options_strategy = st.builds(
-    SynthOptions,
-    seed=st.integers(0, 2**32),
-    ranks=st.integers(1, 5),
-    steps=st.integers(1, 3),
-    ops_per_step=st.integers(1, 120),
-    rf_id_in_kineto=st.booleans(),
-    flows=st.booleans(),
-    legacy_host_et=st.booleans(),
-    integer_timestamps=st.booleans(),
-    gzip=st.booleans(),
-).flatmap(
-    lambda o: st.sampled_from([None, *range(o.steps)]).map(
-        lambda k: dataclasses.replace(o, host_step=k)
+options_strategy = (
+    st.builds(
+        SynthOptions,
+        seed=st.integers(0, 2**32),
+        ranks=st.integers(1, 5),
+        steps=st.integers(1, 3),
+        ops_per_step=st.integers(1, 120),
+        rf_id_in_kineto=st.booleans(),
+        flows=st.booleans(),
+        legacy_host_et=st.booleans(),
+        integer_timestamps=st.booleans(),
+        gzip=st.booleans(),
+        worker_threads=st.booleans(),
+        cuda_sync_records=st.booleans(),
+        blocking_gloo=st.booleans(),
+        stale_host_parents=st.booleans(),
+    )
+    .flatmap(
+        lambda o: st.sets(st.integers(0, o.ranks - 1)).map(
+            lambda r: dataclasses.replace(
+                o, unrecorded_gloo_ranks=tuple(r) if o.gloo_worker else ()
+            )
+        )
+    )
+    .flatmap(
+        lambda o: st.sampled_from([None, *range(o.steps)]).map(
+            lambda k: dataclasses.replace(o, host_step=k)
+        )
     )
 )
 

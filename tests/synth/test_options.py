@@ -29,7 +29,8 @@ def test_vintages_switch_flags_and_combine() -> None:
     legacy = options_with_vintages(base, ["legacy_1_0_1"])
     assert legacy.legacy_host_et and not legacy.kineto_has_rf_id
     assert options_with_vintages(base, ["modern"]) == base
-    assert set(VINTAGES) == {"modern", "no_rf_id", "no_flows", "legacy_1_0_1", "tied_zero_ops"}
+    assert set(VINTAGES) == {"modern", "no_rf_id", "no_flows", "legacy_1_0_1", "tied_zero_ops",
+                             "no_cuda_sync"}  # fmt: skip
     tied = options_with_vintages(base, ["tied_zero_ops"])
     assert tied.tied_zero_ops and tied.vintages() == ("tied_zero_ops",)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from chakra.synth import SynthOptions
-from chakra.synth.program import plan_job, rank_actions, transfer_ns
+from chakra.synth.collectives import transfer_ns
+from chakra.synth.program import plan_job, rank_actions
 from chakra.synth.records import Launch
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chakra.synth import SynthOptions, SynthOptionsError, generate_job, options_with_vintages
-from chakra.synth.program import transfer_ns
+from chakra.synth.collectives import transfer_ns
 from tests.synth.conftest import load_json
 
 BASE = {"seed": 3, "ranks": 2, "steps": 1, "ops_per_step": 60}

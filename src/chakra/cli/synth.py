@@ -54,16 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--integer-timestamps", action="store_true", help="whole-µs timestamps in the traces"
     )
     parser.add_argument("--gzip", action="store_true", help="gzip the per-rank files")
-    parser.add_argument(
-        "--pageable-async-copy",
-        action="store_true",
-        help="add a cudaMemcpyAsync to pageable memory that blocks the CPU (a host sync)",
-    )
-    parser.add_argument(
-        "--worker-threads",
-        action="store_true",
-        help="add a data-loader thread and a gloo-like worker running a CPU all_reduce",
-    )
+    _add_program_options(parser)
     for resource, what in (("gpu", "kernel, memcpy and memset durations"),
                            ("cpu", "host op, gap and runtime call times"),
                            ("network", "collective transfer times")):  # fmt: skip
@@ -81,6 +72,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_program_options(parser: argparse.ArgumentParser) -> None:
+    """What the program does besides the training step: extra threads and the hazards of
+    real gloo jobs."""
+    parser.add_argument(
+        "--pageable-async-copy",
+        action="store_true",
+        help="add a cudaMemcpyAsync to pageable memory that blocks the CPU (a host sync)",
+    )
+    parser.add_argument(
+        "--worker-threads",
+        action="store_true",
+        help="add a data-loader thread and a gloo-like worker running a CPU all_reduce",
+    )
+    parser.add_argument(
+        "--blocking-gloo",
+        action="store_true",
+        help="add two blocking gloo collectives per step: the main thread waits for the "
+        "worker's op in no op (self time of ProfilerStep#N or a user annotation)",
+    )
+    parser.add_argument(
+        "--unrecorded-gloo-worker",
+        type=_rank_list,
+        default=(),
+        metavar="RANKS",
+        help="ranks (comma-separated, or 'all') whose gloo worker runs only gloo: ops, so "
+        "their host ET has no thread for it; needs --worker-threads or --blocking-gloo",
+    )
+    parser.add_argument(
+        "--stale-host-parents",
+        action="store_true",
+        help="DDP bucket copies after backward; they and Optimizer.step are filed in the host "
+        "ET under an autograd op that had already ended",
+    )
+
+
+def _rank_list(text: str) -> object:
+    """``all`` or comma-separated rank numbers (checked against ``--ranks`` later)."""
+    if text.strip() == "all":
+        return "all"
+    try:
+        return tuple(int(part, 10) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not 'all' or comma-separated rank numbers"
+        ) from None
+
+
 def _synth(args: argparse.Namespace) -> None:
     options = SynthOptions(
         seed=args.seed,
@@ -95,6 +133,13 @@ def _synth(args: argparse.Namespace) -> None:
         network_factor=args.network_factor,
         pageable_async_copy=args.pageable_async_copy,
         worker_threads=args.worker_threads,
+        blocking_gloo=args.blocking_gloo,
+        unrecorded_gloo_ranks=(
+            tuple(range(args.ranks))
+            if args.unrecorded_gloo_worker == "all"
+            else args.unrecorded_gloo_worker
+        ),
+        stale_host_parents=args.stale_host_parents,
     )
     options = options_with_vintages(options, args.vintage)
     with new_folder(Path(args.output_dir)):

@@ -69,6 +69,8 @@ def _check_rank(state: _Rank, options: dict) -> list[str]:
     problems += _check_edges(state)
     problems += _check_kineto(state, options)
     problems += _check_host_et(state, options)
+    problems += _check_stale_parents(state)
+    problems += _check_host_waits(state)
     return problems
 
 
@@ -174,6 +176,9 @@ def _check_kineto(state: _Rank, options: dict) -> list[str]:
         elif want_rf and op["rf_id"] is not None and rf_id != op["rf_id"]:
             problems.append(f"host op {op['external_id']}: Kineto rf_id {rf_id} != host rf_id")
     problems += _check_launches(state, events, options["flows"])
+    syncs = any(e.get("cat") == "cuda_sync" for e in events)
+    if syncs != options.get("cuda_sync_records", True):
+        problems.append(f"cuda_sync records {'present' if syncs else 'absent'} against options")
     return problems
 
 
@@ -240,13 +245,66 @@ def _check_host_et(state: _Rank, options: dict) -> list[str]:
         node = by_id.get(host_id)
         if node is None or node["name"] != op["name"] or _attr(node, "rf_id") != op["rf_id"]:
             problems.append(f"host op {host_id} differs from its host ET node")
-        elif op["parent_host_id"] is not None and node[parent_key] != op["parent_host_id"]:
+        elif op["parent_host_id"] is not None and node[parent_key] != op.get(
+            "stale_host_parent_id", op["parent_host_id"]
+        ):
             problems.append(f"host op {host_id} has a different parent in the host ET")
         elif legacy and op["rf_id"] == op["external_id"]:
             problems.append(f"legacy host op {host_id} has rf_id equal to its External id")
         elif options["host_step"] is not None and op["step"] != options["host_step"]:
             problems.append(f"host op {host_id} is outside the covered step")
     return problems
+
+
+def _check_stale_parents(state: _Rank) -> list[str]:
+    """A stale host ET parent is an autograd op of another thread that ended before the op
+    began (``stale_host_parents``)."""
+    problems = []
+    for host_id, op in state.host.items():
+        stale = state.host.get(op.get("stale_host_parent_id"))
+        if "stale_host_parent_id" not in op:
+            continue
+        if stale is None or not stale["name"].startswith("autograd::engine::evaluate_function"):
+            problems.append(f"host op {host_id}: stale parent is not an autograd op")
+        elif stale["tid"] == op["tid"] or state.span(f"host:{stale['host_id']}")[1] > _ns(
+            op["ts_us"]
+        ):
+            problems.append(f"host op {host_id}: stale parent has not ended on another thread")
+    return problems
+
+
+def _check_host_waits(state: _Rank) -> list[str]:
+    """A blocked wait is self time of its parent op: on its thread, inside it, and every op
+    or call of the thread that overlaps the wait encloses the parent or is the parent; it
+    ends after the op it waited for, which ran on another thread."""
+    problems = []
+    by_external = {op["external_id"]: op for op in state.truth["host_ops"]}
+    spans = collections.defaultdict(list)
+    for item in [*state.truth["host_ops"], *state.truth["runtime_calls"]]:
+        spans[item["tid"]].append(_span(item))
+    for wait in state.truth.get("host_waits", ()):
+        start, end = _span(wait)
+        parent = by_external.get(wait["parent_external_id"])
+        waited = by_external.get(wait["waited_for_external_id"])
+        name = f"wait at {wait['ts_us']} on tid {wait['tid']}"
+        if parent is None or waited is None:
+            problems.append(f"{name} names an unknown op")
+            continue
+        parent_start, parent_end = _span(parent)
+        if parent["tid"] != wait["tid"] or not parent_start <= start <= end <= parent_end:
+            problems.append(f"{name} is not inside its parent op")
+        if end < _span(waited)[1] or waited["tid"] == wait["tid"]:
+            problems.append(f"{name} ends before the op it waited for on another thread")
+        if any(s < end and start < e and not s <= parent_start <= parent_end <= e
+               for s, e in spans[wait["tid"]]):  # fmt: skip
+            problems.append(f"{name} is not self time of its parent op")
+    return problems
+
+
+def _span(item: dict) -> tuple[int, int]:
+    """(start, end) in ns of a truth entry with ``ts_us`` and ``dur_us``."""
+    start = _ns(item["ts_us"])
+    return start, start + _ns(item["dur_us"])
 
 
 def _check_collectives(job: dict, ranks: list[_Rank]) -> list[str]:

@@ -22,7 +22,14 @@ from chakra.synth.kineto_writer import KinetoWriter
 from chakra.synth.options import SynthOptions
 from chakra.synth.program import JobPlan, plan_job
 from chakra.synth.rank_state import CollectiveArrival, rank_identity
-from chakra.synth.records import EtNode, GpuRecord, HostOpRecord, RuntimeRecord, SyncRecord
+from chakra.synth.records import (
+    EtNode,
+    GpuRecord,
+    HostOpRecord,
+    HostWaitRecord,
+    RuntimeRecord,
+    SyncRecord,
+)
 from chakra.synth.timing import RankEngine
 from chakra.synth.truth_writer import JobCollective, TruthWriter, write_job_truth
 
@@ -81,6 +88,9 @@ class _RankOutputs:
         self.host_et.host_op(record)
         self.kineto.host_op(record)
         self.truth.host_op(record)
+
+    def host_wait(self, record: HostWaitRecord) -> None:
+        self.truth.host_wait(record)
 
     def et_node(self, node: EtNode) -> None:
         self.host_et.et_node(node)

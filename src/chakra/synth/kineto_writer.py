@@ -76,6 +76,8 @@ class KinetoWriter:
         self._time = TimeFormat(options.integer_timestamps)
         self._rf = options.kineto_has_rf_id
         self._flows = options.flows
+        self._sync_records = options.cuda_sync_records
+        self._data_loader = options.worker_threads
         # Kineto of the 1.0.1 era recorded no process-group or message args
         self._comm_args = not options.legacy_host_et
         self._pid = identity.pid
@@ -116,6 +118,8 @@ class KinetoWriter:
             meta("process_labels", pid, 0, {"labels": label})
             meta("process_sort_index", pid, 0, {"sort_index": index})
         for tid, label in zip(self._tids, THREAD_LABELS):
+            if label == "pt_data_loader" and not self._data_loader:
+                continue  # a gloo worker without the data loader (blocking_gloo alone)
             meta("thread_name", self._pid, tid, {"name": f"thread {tid} ({label})"})
             meta("thread_sort_index", self._pid, tid, {"sort_index": tid})
         for stream in streams:
@@ -228,6 +232,9 @@ class KinetoWriter:
             )
 
     def sync(self, record: SyncRecord) -> None:
+        """A ``cuda_sync`` record (none in the ``no_cuda_sync`` vintage)."""
+        if not self._sync_records:
+            return
         call = record.call
         ts, dur = self._time.span(call.ts_ns, call.end_ns)
         args: dict = {"External id": call.external_id, "cuda_sync_kind": record.kind}

@@ -21,6 +21,7 @@ VINTAGES = {
     "no_flows": "no ac2g flow events in Kineto",
     "legacy_1_0_1": "host ET in schema 1.0.1 layout, host rf_ids unrelated to Kineto ids",
     "tied_zero_ops": "some host ops have a 0 us sibling that starts at the same instant",
+    "no_cuda_sync": "Kineto has no cuda_sync records (event waits and syncs unresolvable)",
 }
 
 
@@ -45,6 +46,24 @@ class SynthOptions:
     that prepares each step's batch while the main thread waits for it, and a gloo-like
     worker that runs one asynchronous CPU all_reduce per step (``c10d::allreduce_`` on the
     main thread, ``gloo:all_reduce`` on the worker, a later ``c10d::wait`` on the main thread).
+
+    Hazards of real gloo jobs (each off by default): ``cuda_sync_records`` False (vintage
+    ``no_cuda_sync``) drops Kineto's ``cuda_sync`` records, as older profilers wrote, so event
+    waits and stream/event syncs cannot be resolved from CUPTI records (the runtime calls
+    stay). ``blocking_gloo`` adds two blocking (``async_op=False``) CPU collectives per step,
+    run on the gloo worker: a ``gloo:broadcast`` directly under ``ProfilerStep#N`` and a
+    ``gloo:all_reduce`` inside a ``## log_metrics ##`` annotation; the main thread's
+    ``c10d::`` op returns at once and the thread then blocks until the worker's op ends, a
+    wait that is no op but self time of the enclosing op (the truth lists it in
+    ``host_waits``). ``unrecorded_gloo_ranks`` lists ranks whose gloo worker runs only
+    ``gloo:`` ops, so that their host ET has no thread root for it (the ops keep the main
+    thread's ``tid`` attr and parent, as everywhere; Kineto has them on the worker's tid);
+    it needs a gloo worker (``worker_threads`` or ``blocking_gloo``). ``stale_host_parents``
+    adds DDP's copy of two gradient buckets (``copy_bucket_to_grad`` > ``aten::copy_``, a
+    device-to-device copy) on the main thread after backward, and files them and
+    ``Optimizer.step`` under the step's last autograd ``evaluate_function`` in the host ET,
+    an op of the autograd thread that ended before they began (Kineto and rf_ids unchanged;
+    the truth gives that parent as ``stale_host_parent_id``).
 
     The speed factors record the same program at another speed: every random draw is the
     same, only the times it yields are multiplied (then rounded to whole ns).
@@ -73,6 +92,10 @@ class SynthOptions:
     network_factor: float = 1.0
     pageable_async_copy: bool = False
     worker_threads: bool = False
+    cuda_sync_records: bool = True
+    blocking_gloo: bool = False
+    unrecorded_gloo_ranks: tuple[int, ...] = ()
+    stale_host_parents: bool = False
 
     def __post_init__(self) -> None:
         _check_range("seed", self.seed, 0, 2**63 - 1)
@@ -83,6 +106,17 @@ class SynthOptions:
             _check_range("host_step", self.host_step, 0, self.steps - 1)
         for name in SPEED_FACTORS:
             object.__setattr__(self, name, _checked_factor(name, getattr(self, name)))
+        ranks = _checked_ranks("unrecorded_gloo_ranks", self.unrecorded_gloo_ranks, self.ranks)
+        object.__setattr__(self, "unrecorded_gloo_ranks", ranks)
+        if ranks and not self.gloo_worker:
+            raise SynthOptionsError(
+                "unrecorded_gloo_ranks needs a gloo worker (worker_threads or blocking_gloo)"
+            )
+
+    @property
+    def gloo_worker(self) -> bool:
+        """Whether the ranks have a gloo worker thread (and a data-loader thread id)."""
+        return self.worker_threads or self.blocking_gloo
 
     @property
     def kineto_has_rf_id(self) -> bool:
@@ -98,6 +132,7 @@ class SynthOptions:
                 ("no_flows", not self.flows),
                 ("legacy_1_0_1", self.legacy_host_et),
                 ("tied_zero_ops", self.tied_zero_ops),
+                ("no_cuda_sync", not self.cuda_sync_records),
             )
             if on
         ]
@@ -106,24 +141,34 @@ class SynthOptions:
     def describe(self) -> JsonDocument:
         """The options as a JSON-ready mapping (written into every truth file).
 
-        The speed factors appear (all three) only when one of them is not 1, and
-        ``pageable_async_copy`` and ``worker_threads`` only when on, so that default options
+        The speed factors appear (all three) only when one of them is not 1, and the fields
+        of :data:`_DESCRIBED_WHEN_SET` only when not at their default, so that default options
         describe themselves exactly as before these fields existed.
         """
         described = dataclasses.asdict(self)
         if all(described[name] == 1.0 for name in SPEED_FACTORS):
             for name in SPEED_FACTORS:
                 del described[name]
-        if not self.pageable_async_copy:
-            del described["pageable_async_copy"]
-        if not self.worker_threads:
-            del described["worker_threads"]
+        for name, default in _DESCRIBED_WHEN_SET.items():
+            if described[name] == default:
+                del described[name]
+        if self.unrecorded_gloo_ranks:
+            described["unrecorded_gloo_ranks"] = list(self.unrecorded_gloo_ranks)
         described["vintages"] = list(self.vintages())
         return described
 
 
 #: The :class:`SynthOptions` fields that scale one resource's time.
 SPEED_FACTORS = ("gpu_factor", "cpu_factor", "network_factor")
+#: Fields :meth:`SynthOptions.describe` leaves out at these (default) values.
+_DESCRIBED_WHEN_SET = {
+    "pageable_async_copy": False,
+    "worker_threads": False,
+    "cuda_sync_records": True,
+    "blocking_gloo": False,
+    "unrecorded_gloo_ranks": (),
+    "stale_host_parents": False,
+}
 
 
 def scale_ns(duration_ns: int, factor: float) -> int:
@@ -138,6 +183,19 @@ def _checked_factor(name: str, value: object) -> float:
     if not is_number or not math.isfinite(value) or value <= 0:
         raise SynthOptionsError(f"{name} must be a finite number above 0, not {value!r}")
     return float(value)
+
+
+def _checked_ranks(name: str, value: object, ranks: int) -> tuple[int, ...]:
+    """``value`` (an iterable of rank numbers below ``ranks``) as a sorted tuple without
+    repeats, else one-line error."""
+    try:
+        items = tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        items = (value,)
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < ranks:
+            raise SynthOptionsError(f"{name} must list ranks from 0 to {ranks - 1}, not {item!r}")
+    return tuple(sorted(set(items)))
 
 
 def _check_range(name: str, value: object, low: int, high: int) -> None:
@@ -160,4 +218,6 @@ def options_with_vintages(base: SynthOptions, vintages: Iterable[str]) -> SynthO
             changes["legacy_host_et"] = True
         elif name == "tied_zero_ops":
             changes["tied_zero_ops"] = True
+        elif name == "no_cuda_sync":
+            changes["cuda_sync_records"] = False
     return dataclasses.replace(base, **changes)

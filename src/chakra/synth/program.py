@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import msgspec
 
 from chakra.synth import transformer, worker_threads
-from chakra.synth.options import SynthOptions, scale_ns
+from chakra.synth.collectives import collective_actions, collective_call
+from chakra.synth.options import SynthOptions
 from chakra.synth.records import (
     CollectiveCall,
     DeviceSync,
@@ -27,39 +28,27 @@ from chakra.synth.records import (
     SwitchThread,
 )
 from chakra.synth.vocabulary import (
-    COLLECTIVES,
     COMPUTE_STREAM,
     COPY_STREAM,
+    DDP_COPY_BUCKET,
     DEFAULT_PG_STREAM,
+    EVALUATE_FUNCTION,
+    MEMCPY_DTOD,
     MEMCPY_DTOH_PAGEABLE,
     MEMCPY_DTOH_PINNED,
     MEMCPY_HTOD,
     MEMSET_DEVICE,
     PROFILER_STEP,
-    RECORD_PARAM_COMMS,
     SCOPE_BACKWARD_FUNCTION,
     SCOPE_USER,
     SUBGROUP_STREAM,
     Category,
-    traffic_factor,
 )
 
 US = 1000  # ns per µs
 _END = OpEnd()
 #: GPU ops per step outside the layers (copies, loss, optimizer, step-level collectives).
 STEP_OVERHEAD_GPU_OPS = 14
-#: Link bandwidth (bytes per ns, i.e. GB/s) and per-collective latency of the modelled fabric.
-LINK_BYTES_PER_NS = 150
-COLLECTIVE_LATENCY_NS = 8 * US
-
-_MESSAGE_NELEMS = {
-    "all_reduce": 1 << 21,
-    "all_gather": 1 << 19,
-    "reduce_scatter": 1 << 20,
-    "all_to_all": 1 << 19,
-    "broadcast": 1 << 10,
-    "send_recv": 1 << 18,
-}
 
 
 class JobPlan(msgspec.Struct, frozen=True):
@@ -89,13 +78,6 @@ def plan_job(options: SynthOptions) -> JobPlan:
     return JobPlan(options, tuple(groups), layers, layer, transformer.loss_op())
 
 
-def transfer_ns(kind: str, nelems: int, group_size: int, network_factor: float = 1.0) -> int:
-    """Time a collective moves data once its last member has started (bandwidth model:
-    latency plus bytes on the wire over link bandwidth, both times ``network_factor``)."""
-    wire = nelems * 4 * traffic_factor(kind, group_size)
-    return scale_ns(COLLECTIVE_LATENCY_NS + int(wire / LINK_BYTES_PER_NS), network_factor)
-
-
 class _Counters:
     """Per-rank program counters: collective sequence per group, events, autograd seq."""
 
@@ -115,63 +97,8 @@ class _Counters:
 
 
 def _call(counters: _Counters, plan: JobPlan, kind: str, group: ProcessGroup) -> CollectiveCall:
-    n = len(group.ranks)
-    base = _MESSAGE_NELEMS["send_recv" if kind in ("send", "recv") else kind]
-    in_n, out_n = base, base
-    if kind == "all_gather":
-        out_n = base * n
-    elif kind == "reduce_scatter":
-        in_n, out_n = base * n, base
-    job_kind = "send_recv" if kind in ("send", "recv") else kind
-    return CollectiveCall(
-        kind=kind,
-        job_kind=job_kind,
-        pg=group,
-        seq=counters.next_seq(group.name),
-        ranks=group.ranks,
-        in_nelems=in_n,
-        out_nelems=out_n,
-        transfer_ns=transfer_ns(kind, in_n, n, plan.options.network_factor),
-    )
-
-
-def collective_actions(
-    call: CollectiveCall, rank: int, counters: _Counters, wait: bool, after: int = 0
-) -> Iterator[object]:
-    """``c10d::<op>`` -> ``record_param_comms`` -> ``nccl:<op>`` -> NCCL kernel, with the
-    stream hand-offs ProcessGroupNCCL makes: the NCCL stream waits for the compute stream
-    before the kernel; event ``after`` (allocated here when 0) is recorded on the NCCL stream
-    after it, and with ``wait`` the compute stream waits for that event at once."""
-    names = COLLECTIVES[call.kind]
-    n = len(call.ranks)
-    tensor = ("GenericList[Tensor(float)]", ((call.in_nelems,),))
-    start = call.ranks[0]
-    positional = (
-        tensor, ("Int", call.seq), ("Tuple[String,String]", [call.pg.name, call.pg.desc]),
-        ("Int", call.ranks.index(rank)), ("String", names.collective_name),
-        ("GenericList[]", []), ("GenericList[]", []), ("Int", start), ("Int", 1), ("Int", n),
-    )  # fmt: skip
-    before = counters.next_event()
-    after = after or counters.next_event()
-    yield OpBegin(names.c10d, schema=names.schema, inputs=(tensor,))
-    yield OpBegin(RECORD_PARAM_COMMS, inputs=positional, comm=call)
-    yield EventRecord(COMPUTE_STREAM, before)
-    yield StreamWait(call.pg.stream, before)
-    yield OpBegin(
-        names.nccl,
-        Category.USER_ANNOTATION,
-        inputs=(("Tensor(float)", (call.in_nelems,)),),
-        scope=SCOPE_USER,
-    )
-    yield Launch(
-        "cudaLaunchKernelExC", Category.KERNEL, names.kernel, call.pg.stream, 0, call.nbytes, call
-    )
-    yield _END
-    yield EventRecord(call.pg.stream, after)
-    yield _END
-    yield _END
-    if wait:
-        yield StreamWait(COMPUTE_STREAM, after)
+    seq = counters.next_seq(group.name)
+    return collective_call(kind, group, seq, plan.options.network_factor)
 
 
 def _tree_actions(tree: transformer.OpTree, **first: object) -> Iterator[object]:
@@ -249,7 +176,7 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
     send/recv pair mid-way), the loss."""
     pair = plan.pair_group(rank)
     yield from collective_actions(
-        _call(counters, plan, "broadcast", plan.groups[0]), rank, counters, True
+        _call(counters, plan, "broadcast", plan.groups[0]), rank, counters.next_event, True
     )
     for layer_index in range(plan.layers):
         for op_index, op in enumerate(plan.layer):
@@ -259,14 +186,14 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
             yield from _tree_actions(op.forward, seq=seq, fwd_thread=0, flow_start=True)
             if op_index == 5:
                 call = _call(counters, plan, "all_gather", pair)
-                yield from collective_actions(call, rank, counters, True)
+                yield from collective_actions(call, rank, counters.next_event, True)
         if layer_index == plan.layers // 2:
             call = _call(counters, plan, "all_to_all", plan.groups[0])
-            yield from collective_actions(call, rank, counters, True)
+            yield from collective_actions(call, rank, counters.next_event, True)
             if len(pair.ranks) == 2:
                 kind = "send" if rank == pair.ranks[0] else "recv"
                 yield from collective_actions(
-                    _call(counters, plan, kind, pair), rank, counters, True
+                    _call(counters, plan, kind, pair), rank, counters.next_event, True
                 )
     yield Gap(2 * US, 10 * US)
     seq = counters.autograd_seq
@@ -277,9 +204,7 @@ def _forward(plan: JobPlan, rank: int, counters: _Counters) -> Iterator[object]:
 def _backward_node(op: transformer.LayerOp, seq: int) -> Iterator[object]:
     """``evaluate_function: XBackward0`` -> ``XBackward0`` -> its aten ops; AccumulateGrad
     for each weight."""
-    yield OpBegin(
-        f"autograd::engine::evaluate_function: {op.backward}", seq=seq, fwd_thread=1, flow_end=True
-    )
+    yield OpBegin(f"{EVALUATE_FUNCTION}{op.backward}", seq=seq, fwd_thread=1, flow_end=True)
     yield OpBegin(
         op.backward, seq=seq, backward_of=seq, fwd_thread=1, scope=SCOPE_BACKWARD_FUNCTION
     )
@@ -290,7 +215,7 @@ def _backward_node(op: transformer.LayerOp, seq: int) -> Iterator[object]:
     grad = ("Tensor(float)", (transformer.HIDDEN,))
     for _ in range(op.weights):
         yield Gap(1 * US, 4 * US)
-        yield OpBegin("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad")
+        yield OpBegin(f"{EVALUATE_FUNCTION}torch::autograd::AccumulateGrad")
         yield OpBegin("torch::autograd::AccumulateGrad", scope=SCOPE_BACKWARD_FUNCTION)
         yield from _tree_actions(
             transformer.OpTree(
@@ -319,14 +244,35 @@ def _backward(
             yield from _backward_node(op, seq)
         call = _call(counters, plan, "all_reduce", plan.groups[0])
         last = layer_index == plan.layers - 1
-        yield from collective_actions(call, rank, counters, False, last_reduce if last else 0)
+        after = last_reduce if last else 0
+        yield from collective_actions(call, rank, counters.next_event, False, after)
     call = _call(counters, plan, "reduce_scatter", plan.pair_group(rank))
-    yield from collective_actions(call, rank, counters, False, scatter_done)
+    yield from collective_actions(call, rank, counters.next_event, False, scatter_done)
 
 
-def _optimizer(waits: tuple[int, ...]) -> Iterator[object]:
-    """The compute stream waits for the gradients' collectives, then two foreach kernels."""
-    yield OpBegin("Optimizer.step#AdamW.step", Category.USER_ANNOTATION, scope=SCOPE_USER)
+def _copy_buckets_to_grads() -> Iterator[object]:
+    """DDP after backward, on the main thread: each of two all-reduced gradient buckets is
+    copied back into the gradients (a device-to-device copy). Filed in the host ET under an
+    autograd op that had already ended (``stale_host_parents``)."""
+    grads = ("Tensor(float)", (transformer.HIDDEN * transformer.HIDDEN,))
+    for _bucket in range(2):
+        yield Gap(2 * US, 6 * US)
+        yield OpBegin(DDP_COPY_BUCKET, stale_parent=True)
+        yield OpBegin("aten::copy_", inputs=(grads, grads, ("Bool", False)))
+        yield _copy("cudaMemcpyAsync", MEMCPY_DTOD, COMPUTE_STREAM, 8, grads[1][0] * 4)
+        yield _END
+        yield _END
+
+
+def _optimizer(waits: tuple[int, ...], stale_parent: bool) -> Iterator[object]:
+    """The compute stream waits for the gradients' collectives, then two foreach kernels;
+    ``stale_parent``: filed in the host ET under an ended autograd op."""
+    yield OpBegin(
+        "Optimizer.step#AdamW.step",
+        Category.USER_ANNOTATION,
+        scope=SCOPE_USER,
+        stale_parent=stale_parent,
+    )
     for event in waits:
         yield StreamWait(COMPUTE_STREAM, event)
     params = ("GenericList[Tensor(float)]", ((transformer.HIDDEN, transformer.HIDDEN),) * 4)
@@ -369,11 +315,17 @@ def _epilogue(counters: _Counters, pageable_async_copy: bool) -> Iterator[object
 def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
     """Every action of ``rank`` over all profiled steps, in program order (a generator: the
     program is never held in memory). With ``worker_threads`` the data loader runs before
-    the prologue, and a gloo all_reduce is issued before the optimizer and waited for after."""
+    the prologue, and a gloo all_reduce is issued before the optimizer and waited for after;
+    with ``blocking_gloo`` a blocking gloo broadcast follows the data loader and a blocking
+    all_reduce in ``## log_metrics ##`` precedes the epilogue; with ``stale_host_parents``
+    DDP copies the buckets back to the gradients after backward."""
     counters = _Counters()
-    threads = plan.options.worker_threads
-    gloo = worker_threads.gloo_group(plan.options.ranks)
-    for step in range(plan.options.steps):
+    options = plan.options
+    threads, blocking, stale = (
+        options.worker_threads, options.blocking_gloo, options.stale_host_parents
+    )  # fmt: skip
+    gloo = worker_threads.gloo_group(options.ranks)
+    for step in range(options.steps):
         yield Gap(40 * US, 120 * US)
         yield OpBegin(
             PROFILER_STEP.format(step), Category.USER_ANNOTATION, scope=SCOPE_USER, step=step
@@ -381,19 +333,27 @@ def rank_actions(plan: JobPlan, rank: int) -> Iterator[object]:
         yield Gap(5 * US, 15 * US)
         if threads:
             yield from worker_threads.data_loader_actions()
+        if blocking:
+            call = _call(counters, plan, "broadcast", gloo)
+            yield from worker_threads.gloo_blocking_actions(call, None)
         yield from _step_prologue(counters)
         yield from _forward(plan, rank, counters)
         yield SwitchThread(1, 15 * US, 40 * US)
         last_reduce, scatter_done = counters.next_event(), counters.next_event()
         yield from _backward(plan, rank, counters, last_reduce, scatter_done)
         yield SwitchThread(0, 10 * US, 30 * US)
+        if stale:
+            yield from _copy_buckets_to_grads()
         if threads:
-            yield from worker_threads.gloo_allreduce_actions(
-                _call(counters, plan, "all_reduce", gloo)
-            )
-        yield from _optimizer((last_reduce, scatter_done))
+            call = _call(counters, plan, "all_reduce", gloo)
+            yield from worker_threads.gloo_allreduce_actions(call)
+        yield from _optimizer((last_reduce, scatter_done), stale)
         if threads:
             yield from worker_threads.gloo_wait_actions()
+        if blocking:
+            yield Gap(5 * US, 15 * US)
+            call = _call(counters, plan, "all_reduce", gloo)
+            yield from worker_threads.gloo_blocking_actions(call, worker_threads.LOG_METRICS)
         yield Gap(5 * US, 20 * US)
-        yield from _epilogue(counters, plan.options.pageable_async_copy)
+        yield from _epilogue(counters, options.pageable_async_copy)
         yield _END

@@ -16,6 +16,7 @@ from chakra.synth.records import (
     EtNode,
     GpuRecord,
     HostOpRecord,
+    HostWaitRecord,
     OpBegin,
     RankIdentity,
     RuntimeRecord,
@@ -37,6 +38,7 @@ class RankSink(Protocol):
     """Where the engine hands finished records (the rank's writers)."""
 
     def host_op(self, record: HostOpRecord) -> None: ...
+    def host_wait(self, record: HostWaitRecord) -> None: ...
     def et_node(self, node: EtNode) -> None: ...
     def runtime(self, record: RuntimeRecord) -> None: ...
     def gpu(self, record: GpuRecord) -> None: ...
@@ -96,7 +98,7 @@ def rank_identity(plan: JobPlan, rank: int) -> RankIdentity:
     seed = plan.options.seed
     pid = 1_000 + (seed * 7_919 + rank * 104_729) % 4_000_000
     tids: tuple[int, ...] = (pid, pid + 9 + rank % 5)
-    if plan.options.worker_threads:
+    if plan.options.gloo_worker:
         tids += (pid + 17 + rank % 3, pid + 23 + rank % 4)
     return RankIdentity(
         rank=rank,

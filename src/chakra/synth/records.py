@@ -57,7 +57,8 @@ class CollectiveCall(msgspec.Struct, frozen=True, gc=False):
 class OpBegin(msgspec.Struct, frozen=True, gc=False):
     """Enter a host op. ``seq`` is its autograd sequence number (-1: none); ``backward_of``
     the sequence number of the forward op a backward node belongs to (-1: not backward);
-    ``step`` >= 0 marks a ``ProfilerStep#`` annotation."""
+    ``step`` >= 0 marks a ``ProfilerStep#`` annotation; ``stale_parent``: the host ET files
+    the op under the step's last ended autograd ``evaluate_function`` (``stale_host_parents``)."""
 
     name: str
     cat: str = "cpu_op"
@@ -71,6 +72,7 @@ class OpBegin(msgspec.Struct, frozen=True, gc=False):
     step: int = -1
     flow_start: bool = False
     flow_end: bool = False
+    stale_parent: bool = False
 
 
 class OpEnd(msgspec.Struct, frozen=True, gc=False):
@@ -140,12 +142,15 @@ class SwitchThread(msgspec.Struct, frozen=True, gc=False):
 
 
 class CpuCollective(msgspec.Struct, frozen=True, gc=False):
-    """Right after the main thread's ``c10d::`` op (its last top-level op) returned: the gloo
-    worker thread wakes and runs ``gloo:<op>`` (around an ``aten::view``) until every member
-    rank has joined plus the transfer; the main thread goes on at once."""
+    """Right after the main thread's ``c10d::`` op returned: the gloo worker thread wakes and
+    runs ``gloo:<op>`` (around an ``aten::view``) until every member rank has joined plus the
+    transfer. The main thread goes on at once (the ``c10d::`` op was its last top-level op),
+    or with ``blocking`` (``async_op=False``) waits, inside the op enclosing the ``c10d::``
+    op, until the worker's op ended."""
 
     call: CollectiveCall
     name: str
+    blocking: bool = False
 
 
 class AwaitCpuCollective(msgspec.Struct, frozen=True, gc=False):
@@ -177,6 +182,21 @@ class HostOpRecord(msgspec.Struct, frozen=True, gc=False):
     step: int
     action: OpBegin
     fw_parent: int
+
+
+class HostWaitRecord(msgspec.Struct, frozen=True, gc=False):
+    """Time a host thread (OS ``tid``) spent blocked in no op, inside op ``parent`` (its self
+    time), until op ``waited_for`` (on another thread) ended; ops given by their external id
+    and host ET id (None: not in the host ET)."""
+
+    tid: int
+    ts_ns: int
+    end_ns: int
+    step: int
+    parent_external_id: int
+    parent_host_id: Optional[int]
+    waited_for_external_id: int
+    waited_for_host_id: Optional[int]
 
 
 class RuntimeRecord(msgspec.Struct, frozen=True, gc=False):

@@ -46,7 +46,7 @@ from chakra.synth.records import (
 )
 from chakra.synth.timing_sync import SyncHandlers
 from chakra.synth.timing_workers import WorkerThreads
-from chakra.synth.vocabulary import PROCESS_GROUP_INIT, SCOPE_USER
+from chakra.synth.vocabulary import EVALUATE_FUNCTION, PROCESS_GROUP_INIT, SCOPE_USER
 
 #: ``tied_zero_ops``: share of host ops preceded by a 0 us sibling starting at the same instant.
 TIED_ZERO_OP_SHARE = 0.08
@@ -92,6 +92,10 @@ class RankEngine(SyncHandlers, WorkerThreads):
         self._forward_host_ids: dict[int, int] = {}
         self._last_shallow: list[Optional[int]] = [None, None, None, None]
         self._cpu_collective_end: tuple[Optional[int], int] = (None, 0)  # (host id, end)
+        self._last_closed_main: Optional[int] = None  # host id of the main thread's last op
+        self._stale_parents = options.stale_host_parents
+        self._ended_autograd: Optional[int] = None  # the step's last evaluate_function ended
+        self._worker_recorded = rank not in options.unrecorded_gloo_ranks
         self._inter_thread_src: Optional[int] = None
         self.counts = {"host_ops": 0, "gpu_ops": 0, "runtime_calls": 0, "edges": 0}
         self._handlers = {
@@ -186,6 +190,8 @@ class RankEngine(SyncHandlers, WorkerThreads):
             self._sink.et_node(EtNode(root, "thread", 1, 0, self._thread + 1, SCOPE_USER))
         op.host_id = self._new_host_id()
         op.et_parent = parent.host_id if parent is not None else root
+        if op.action.stale_parent and self._ended_autograd is not None:
+            op.et_parent = self._ended_autograd
         op.et_rf_id = self._new_legacy_rf_id() if self._legacy else op.rf_id
         if op.action.fwd_thread == 0 and op.action.seq >= 0:
             self._forward_host_ids[op.action.seq] = op.host_id
@@ -238,6 +244,7 @@ class RankEngine(SyncHandlers, WorkerThreads):
         self._covered = self._host_step is None or self._host_step == step
         self._events.clear()
         self._forward_host_ids.clear()
+        self._ended_autograd = None
 
     def _end(self, _action: OpEnd) -> None:
         self._close(jitter=True)
@@ -271,6 +278,10 @@ class RankEngine(SyncHandlers, WorkerThreads):
         self._sink.host_op(record)
         if len(stack) <= (1 if self._thread == 0 else 0) and action.step < 0:
             self._last_shallow[self._thread] = op.host_id
+        if self._thread == 0:
+            self._last_closed_main = op.host_id
+        elif self._stale_parents and action.name.startswith(EVALUATE_FUNCTION):
+            self._ended_autograd = op.host_id
 
     def _gap(self, action: Gap) -> None:
         self.now += self._cpu_ns(action.low_ns, action.high_ns)

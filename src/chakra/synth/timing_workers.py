@@ -6,7 +6,12 @@ issuer -> work), runs an ``aten::view``,
 joins the other ranks (the job driver's meeting, as for NCCL kernels) and ends at the
 meeting's common end. The host ET files the ``gloo:`` op under the main thread's ``c10d::``
 op (host ET thread 0, tid 1) while Kineto shows it on the worker's OS thread; the
-``aten::view`` sits under the worker's own host ET thread node.
+``aten::view`` sits under the worker's own host ET thread node (on a rank of
+``unrecorded_gloo_ranks`` the worker runs no ``aten::view``, so the host ET has no thread node
+for it). A blocking collective (``async_op=False``) files its ``gloo:`` op under the op open on
+the main thread (``ProfilerStep#N`` or an annotation), as a worker that starts after the
+``c10d::`` op returned is, and the main thread waits for it in no op: a
+:class:`~chakra.synth.records.HostWaitRecord`.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from chakra.synth.records import (
     AwaitCpuCollective,
     CpuCollective,
     HostOpRecord,
+    HostWaitRecord,
     OpBegin,
 )
 from chakra.synth.vocabulary import SCOPE_USER, Category
@@ -41,17 +47,44 @@ class WorkerThreads:
         return start, view_start, view_end, view_end + self._cpu_ns(2 * US, 5 * US)
 
     def _worker_ran(self, action: CpuCollective, spans: WorkerSpans, end: int) -> None:
-        """Emit the ``gloo:`` op (``spans[0]`` to the meeting's ``end``) and its view."""
+        """Emit the ``gloo:`` op (``spans[0]`` to the meeting's ``end``) and its view; block
+        the main thread until ``end`` when the collective is blocking."""
         start, view_start, view_end, _arrival = spans
-        issuer = self._last_shallow[0]  # the c10d:: op that just returned (None: uncovered)
+        enclosing = self._stacks[0][-1]
+        if action.blocking:  # the c10d:: op that just returned; the op it returned into
+            issuer, parent = self._last_closed_main, enclosing.host_id
+        else:  # the c10d:: op that just returned, its host ET parent (None: uncovered)
+            issuer = parent = self._last_shallow[0]
         gloo_action = OpBegin(action.name, Category.USER_ANNOTATION, scope=SCOPE_USER)
-        gloo = self._worker_open(gloo_action, issuer, 0, start)
+        gloo = self._worker_open(gloo_action, parent, 0, start)
         if issuer is not None and gloo.host_id is not None:
             self._edge("inter_thread", f"host:{issuer}", f"host:{gloo.host_id}")
-        view = self._worker_open(_VIEW, None, GLOO_WORKER_THREAD, view_start)
-        self._worker_record(view, GLOO_WORKER_THREAD, view_end)
+        if self._worker_recorded:
+            view = self._worker_open(_VIEW, None, GLOO_WORKER_THREAD, view_start)
+            self._worker_record(view, GLOO_WORKER_THREAD, view_end)
         self._worker_record(gloo, 0, end)
-        self._cpu_collective_end = (gloo.host_id, end)
+        if action.blocking:
+            self._block_main(enclosing, gloo, end)
+        else:
+            self._cpu_collective_end = (gloo.host_id, end)
+
+    def _block_main(self, enclosing: OpenOp, gloo: OpenOp, end: int) -> None:
+        """The main thread, inside ``enclosing``, waits in no op until the worker's ``gloo``
+        op ended at ``end`` (plus a wake-up); its next host op depends on that op."""
+        blocked_from = self.now
+        self.now = max(self.now, end + self._cpu_ns(US, 3 * US))
+        record = HostWaitRecord(
+            self.tids[0],
+            blocked_from,
+            self.now,
+            self._step,
+            enclosing.external_id,
+            enclosing.host_id,
+            gloo.external_id,
+            gloo.host_id,
+        )
+        self._sink.host_wait(record)
+        self._inter_thread_src = gloo.host_id
 
     def _worker_open(
         self, action: OpBegin, parent: Optional[int], thread: int, ts_ns: int

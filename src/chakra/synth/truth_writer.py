@@ -1,7 +1,8 @@
 """Ground truth files: per rank (``chakra-synth-truth/1``) and per job (``chakra-synth-job/1``).
 
-A rank's truth is one JSON object with four arrays produced interleaved; ``host_ops`` streams
-straight into the output, the other three into temporary spool files appended at the end.
+A rank's truth is one JSON object with four arrays produced interleaved (five with
+``blocking_gloo``: ``host_waits``, the time a thread blocked in no op); ``host_ops`` streams
+straight into the output, the others into temporary spool files appended at the end.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ import msgspec
 
 from chakra.synth.jsonstream import ArrayWriter, TimeFormat, encode_members
 from chakra.synth.options import SynthOptions
-from chakra.synth.records import GpuRecord, HostOpRecord, ProcessGroup, RuntimeRecord
+from chakra.synth.records import (
+    GpuRecord,
+    HostOpRecord,
+    HostWaitRecord,
+    ProcessGroup,
+    RuntimeRecord,
+)
 
 TRUTH_FORMAT = "chakra-synth-truth/1"
 JOB_FORMAT = "chakra-synth-job/1"
@@ -36,6 +43,11 @@ class TruthWriter:
         self._runtime = self._spooled(spool_dir)
         self._gpu = self._spooled(spool_dir)
         self._edges = self._spooled(spool_dir)
+        self._arrays = [("runtime_calls", self._runtime), ("gpu_ops", self._gpu),
+                        ("edges", self._edges)]  # fmt: skip
+        if options.blocking_gloo:
+            self._host_waits = self._spooled(spool_dir)
+            self._arrays.append(("host_waits", self._host_waits))
 
     def _spooled(self, spool_dir: str) -> ArrayWriter:
         # Lives as long as the writer; closed by close() or discard().
@@ -46,20 +58,40 @@ class TruthWriter:
         return writer
 
     def host_op(self, record: HostOpRecord) -> None:
+        """An op as it ran; ``stale_host_parent_id`` (only where it differs) is the parent the
+        host ET gives it, an op that had ended before it began."""
         ts, dur = self._time.span(record.ts_ns, record.end_ns)
         action = record.action
-        self._host_ops.write(
+        entry = {
+            "host_id": record.host_id,
+            "name": action.name,
+            "cat": action.cat,
+            "tid": record.tid,
+            "rf_id": record.et_rf_id,
+            "external_id": record.external_id,
+            "ts_us": ts,
+            "dur_us": dur,
+            "parent_host_id": record.parent_host_id,
+            "step": record.step,
+        }
+        stale = action.stale_parent and record.host_id is not None
+        if stale and record.et_parent != record.parent_host_id:
+            entry["stale_host_parent_id"] = record.et_parent
+        self._host_ops.write(entry)
+
+    def host_wait(self, record: HostWaitRecord) -> None:
+        """Time thread ``tid`` blocked inside an op (its self time) until another ended."""
+        ts, dur = self._time.span(record.ts_ns, record.end_ns)
+        self._host_waits.write(
             {
-                "host_id": record.host_id,
-                "name": action.name,
-                "cat": action.cat,
                 "tid": record.tid,
-                "rf_id": record.et_rf_id,
-                "external_id": record.external_id,
                 "ts_us": ts,
                 "dur_us": dur,
-                "parent_host_id": record.parent_host_id,
                 "step": record.step,
+                "parent_external_id": record.parent_external_id,
+                "parent_host_id": record.parent_host_id,
+                "waited_for_external_id": record.waited_for_external_id,
+                "waited_for_host_id": record.waited_for_host_id,
             }
         )
 
@@ -105,11 +137,7 @@ class TruthWriter:
     def close(self) -> None:
         """Finish ``host_ops`` and append the spooled arrays."""
         self._host_ops.close()
-        for key, writer, spool in zip(
-            ("runtime_calls", "gpu_ops", "edges"),
-            (self._runtime, self._gpu, self._edges),
-            self._spools,
-        ):
+        for (key, writer), spool in zip(self._arrays, self._spools):
             writer.close()
             self._stream.write(f',\n"{key}": '.encode())
             spool.seek(0)

@@ -30,6 +30,8 @@ LEGACY_THREAD_ROOT = "[pytorch|profiler|execution_graph|thread]"
 PROCESS_GROUP_INIT = "## process_group:init ##"
 RECORD_PARAM_COMMS = "record_param_comms"
 PROFILER_STEP = "ProfilerStep#{}"
+#: Prefix of the autograd engine's record function around each backward node.
+EVALUATE_FUNCTION = "autograd::engine::evaluate_function: "
 
 #: RecordScope values PyTorch writes into the host ET ``scope`` attr.
 SCOPE_FUNCTION = 0
@@ -65,7 +67,10 @@ API_CATEGORY["cuLaunchKernel"] = Category.CUDA_DRIVER
 MEMCPY_HTOD = "Memcpy HtoD (Pinned -> Device)"
 MEMCPY_DTOH_PINNED = "Memcpy DtoH (Device -> Pinned)"
 MEMCPY_DTOH_PAGEABLE = "Memcpy DtoH (Device -> Pageable)"
+MEMCPY_DTOD = "Memcpy DtoD (Device -> Device)"
 MEMSET_DEVICE = "Memset (Device)"
+#: DDP's record function around copying an all-reduced bucket back into the gradients.
+DDP_COPY_BUCKET = "torch.distributed.ddp.reducer::copy_bucket_to_grad"
 
 # --- Collectives -------------------------------------------------------------------------------
 

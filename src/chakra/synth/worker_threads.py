@@ -8,6 +8,7 @@ engine itself when it meets a :class:`~chakra.synth.records.CpuCollective`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Optional
 
 from chakra.synth import transformer
 from chakra.synth.records import (
@@ -29,6 +30,8 @@ GLOO_WORKER_THREAD = 3
 DATA_LOADER_NEXT = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 GLOO_NAME = "gloo:all_reduce"
 WAIT_NAME = "c10d::wait"
+#: The user annotation around the step's blocking metrics all_reduce (``blocking_gloo``).
+LOG_METRICS = "## log_metrics ##"
 #: Samples per batch the loader stacks (one ``aten::stack`` each for inputs and labels).
 _SAMPLE = ("Tensor(float)", (transformer.TOKENS // 4, transformer.HIDDEN))
 
@@ -83,3 +86,19 @@ def gloo_wait_actions() -> Iterator[object]:
     yield AwaitCpuCollective()
     yield OpBegin(WAIT_NAME)
     yield _END
+
+
+def gloo_blocking_actions(call: CollectiveCall, annotation: Optional[str]) -> Iterator[object]:
+    """A blocking (``async_op=False``) gloo collective: ``c10d::<op>`` on the main thread
+    returns at once, the worker runs ``gloo:<op>`` and the main thread waits for it, in no
+    op: self time of the op enclosing ``c10d::<op>`` (``annotation`` when given, a user
+    annotation opened here; else the op open now, ``ProfilerStep#N``)."""
+    names = COLLECTIVES[call.kind]
+    tensor = ("GenericList[Tensor(float)]", ((call.in_nelems,),))
+    if annotation is not None:
+        yield OpBegin(annotation, Category.USER_ANNOTATION, scope=SCOPE_USER)
+    yield OpBegin(names.c10d, schema=names.schema, inputs=(tensor,))
+    yield _END
+    yield CpuCollective(call, f"gloo:{call.kind}", blocking=True)
+    if annotation is not None:
+        yield _END
