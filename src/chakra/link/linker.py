@@ -21,6 +21,7 @@ from chakra.link.evidence import (
     host_sync_edges,
     inter_thread_and_gaps,
     launch_edges,
+    pageable_not_blocking,
     stream_order_edges,
 )
 from chakra.link.gpu_link import GpuLinker
@@ -33,6 +34,7 @@ from chakra.link.linked_trace import (
     LinkedTrace,
     LinkOptions,
     LinkReport,
+    Number,
 )
 from chakra.link.nesting import ThreadNesting, program_order_key
 from chakra.link.threads import threads_ran_under
@@ -116,16 +118,17 @@ def _link(
     all_gpu_nodes = linker.link(device.gpu_ops, first_gpu_id)
     notes = list(join.notes)
     progress.step("collecting dependencies")
-    all_edges, thread_edges, inter_thread, gaps = _dependencies(
-        device, all_gpu_nodes, HostTimeline(nestings, host_of), calls, notes
-    )
+    found = _dependencies(device, all_gpu_nodes, HostTimeline(nestings, host_of), calls, notes)
     progress.step("checking dependencies against the measured times")
-    gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, all_edges, first_gpu_id)
+    gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, found.gpu_edges, first_gpu_id)
     host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
-    contradictions, edges = edge_contradictions([*gpu_edges, *thread_edges], host_times, gpu_nodes)
+    contradictions, edges = edge_contradictions(
+        [*gpu_edges, *found.thread_edges], host_times, gpu_nodes
+    )
     if contradictions:
         shown = ", ".join(f"{count} {kind}" for kind, count in contradictions.items())
         notes.append(f"evidence contradicting the measured times (not written): {shown}")
+    not_blocking = pageable_not_blocking(found.not_blocking)
     sync_dep: dict[int, list[int]] = defaultdict(list)
     for edge in edges:
         waiting = edge.dst if edge.kind is EdgeKind.HOST_SYNC else None
@@ -133,7 +136,9 @@ def _link(
             sync_dep[waiting].append(edge.src)
     progress.step("reporting")
     ran_on = threads_ran_under(host, matches, join.other_thread, nestings, host_of, notes)
-    report = _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
+    report = _report(
+        host, device, join, gpu_nodes, linker, edges, notes, contradictions, not_blocking
+    )
     for note in notes:
         logger.warning("%s", note)
     return LinkedTrace(
@@ -142,12 +147,24 @@ def _link(
         matches=matches,
         gpu_nodes=gpu_nodes,
         edges=tuple(edges),
-        inter_thread_dep=inter_thread,
-        idle_gap_us=gaps,
+        inter_thread_dep=found.inter_thread,
+        idle_gap_us=found.gaps,
         sync_dep=dict(sync_dep),
         report=report,
         ran_under=ran_on,
     )
+
+
+class _Dependencies(msgspec.Struct, frozen=True):
+    """What :func:`_dependencies` collects: the edges of GPU ops (launch, stream order,
+    event waits, host syncs) and between host threads, the threads' ``inter_thread_dep``
+    and idle gaps, and the pageable copies that did not block (no edge)."""
+
+    gpu_edges: list[Edge]
+    thread_edges: list[Edge]
+    inter_thread: dict[int, int]
+    gaps: dict[int, Number]
+    not_blocking: list[GpuNode]
 
 
 def _dependencies(
@@ -156,20 +173,18 @@ def _dependencies(
     timeline: HostTimeline,
     calls: dict[int, KinetoEvent],
     notes: list[str],
-) -> tuple[list[Edge], list[Edge], dict, dict]:
-    """Every edge the traces show between GPU ops and with their host ops (launch, stream
-    order, event waits, host syncs), the edges between host threads, and the threads'
-    ``inter_thread_dep`` and idle gaps (:mod:`chakra.link.evidence`)."""
+) -> _Dependencies:
+    """Every edge the traces show (:mod:`chakra.link.evidence`)."""
     index = StreamIndex(gpu_nodes)
     thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
-    all_sync = host_sync_edges(device, index, gpu_nodes, timeline, calls, notes)
-    all_edges = [
+    syncs = host_sync_edges(device, index, gpu_nodes, timeline, calls, notes)
+    gpu_edges = [
         *launch_edges(gpu_nodes),
         *stream_order_edges(index),
         *event_wait_edges(device, index, calls, notes),
-        *all_sync,
+        *syncs.edges,
     ]
-    return all_edges, thread_edges, inter_thread, gaps
+    return _Dependencies(gpu_edges, thread_edges, inter_thread, gaps, syncs.not_blocking)
 
 
 def _keep_window(
@@ -201,7 +216,9 @@ def _keep_window(
     return tuple(kept), kept_edges
 
 
-def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions) -> LinkReport:
+def _report(
+    host, device, join, gpu_nodes, linker, edges, notes, contradictions, not_blocking
+) -> LinkReport:
     by_external_id = sum(1 for n in gpu_nodes if n.linked_by is GpuLinkStrategy.EXTERNAL_ID)
     if by_external_id:
         notes.append(
@@ -226,4 +243,5 @@ def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
         rejected=join.rejected,
         host_ops_on_other_threads=len(join.other_thread),
         contradictions=contradictions,
+        pageable_copies_not_blocking=not_blocking,
     )
