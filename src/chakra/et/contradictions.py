@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from chakra.errors import EtFormatError
+from chakra.errors import EtFormatError, PathLike
 from chakra.et.attributes import get_str_attr, set_attr
 
 #: The GlobalMetadata attribute's name.
@@ -26,10 +26,10 @@ def set_contradictions(metadata: Any, counts: Mapping[str, int]) -> None:
     set_attr(metadata, CONTRADICTIONS_ATTR, text, "string_val")
 
 
-def get_contradictions(metadata: Any) -> Optional[Mapping[str, int]]:
-    """The counts recorded in ``metadata`` by kind (kinds sorted), or None when it records
-    none. A record that is not a JSON object of non-negative integers raises
-    :class:`EtFormatError`."""
+def get_contradictions(metadata: Any, path: PathLike) -> Optional[Mapping[str, int]]:
+    """The counts recorded in ``metadata`` (of the file ``path``) by kind (kinds sorted),
+    or None when it records none. A record that is not a JSON object of non-negative
+    integers raises :class:`EtFormatError`."""
     text = get_str_attr(metadata, CONTRADICTIONS_ATTR)
     if text is None:
         return None
@@ -41,7 +41,8 @@ def get_contradictions(metadata: Any) -> Optional[Mapping[str, int]]:
     valid = isinstance(counts, dict) and all(type(n) is int and n >= 0 for n in counts.values())
     if not valid:
         raise EtFormatError(
+            path,
             f"the GlobalMetadata's {CONTRADICTIONS_ATTR!r} attribute is not a JSON object of "
-            f"counts: {text[:80]!r}"
+            f"counts: {text[:80]!r}",
         )
     return dict(sorted(counts.items()))

@@ -56,7 +56,7 @@ def check_file(path: PathLike, options: ValidationOptions) -> FileResult:
     comms: list[CommRecord] = []
     try:
         with EtReader(path) as reader:
-            contradictions = get_contradictions(reader.metadata)
+            contradictions = get_contradictions(reader.metadata, path)
             report = validate_nodes(recording(reader, comms), options)
     except ChakraError as exc:  # its message names the file: the result names it once
         return FileResult(str(path), None, str(exc).removeprefix(f"{path}: "))
