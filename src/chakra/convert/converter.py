@@ -12,6 +12,11 @@ import msgspec
 
 import chakra
 from chakra.convert.classify import Classified, Classifier, reads_payload
+from chakra.convert.contradictions import (
+    contradiction_warning,
+    drop_contradicting,
+    linker_contradictions,
+)
 from chakra.convert.cycles import break_cycles
 from chakra.convert.et_plus_input import (
     EtPlusNode,
@@ -26,7 +31,6 @@ from chakra.convert.graph import (
     Graph,
     IdleNode,
     add_delays,
-    drop_contradicting,
     evidence,
     thread_chains,
 )
@@ -42,6 +46,7 @@ from chakra.convert.parents import Parents, backward_parents
 from chakra.convert.segments import Segmentation
 from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
+from chakra.et.contradictions import set_contradictions
 from chakra.et.schema import GlobalMetadata, Node, NodeType
 from chakra.et.writer import write_et
 from chakra.fileio import AtomicGroup
@@ -73,8 +78,13 @@ class ConvertReport(msgspec.Struct, frozen=True):
     idle_nodes: int
     cycles_broken: list[str]
     warnings: list[str]
-    #: dependencies dropped because the measured times contradict them (graph.py)
+    #: dependencies dropped because the measured times contradict them (contradictions.py)
     contradicting_edges_dropped: int = 0
+    #: the same by kind
+    contradicting_edges_dropped_by_kind: dict[str, int] = {}
+    #: every dependency the measured times contradict, by kind: those the linker left out
+    #: (its report) and those dropped here; recorded in the .et (chakra.et.contradictions)
+    contradictions: dict[str, int] = {}
     #: ops closed after their parent returned, replayed without holding their thread
     replayed_beside_thread: int = 0
     #: parents not written as ctrl_deps: they would close a cycle with data_deps (parents.py)
@@ -91,7 +101,7 @@ class EtGraph(msgspec.Struct, frozen=True):
     report: ConvertReport
 
 
-def _metadata(trace: EtPlusTrace) -> Any:
+def _metadata(trace: EtPlusTrace, report: ConvertReport) -> Any:
     metadata = GlobalMetadata()
     set_attr(metadata, "schema", trace.schema)
     for name in ("pid", "start_ts", "finish_ts"):
@@ -102,6 +112,7 @@ def _metadata(trace: EtPlusTrace) -> Any:
         set_attr(metadata, "time", trace.time)
     set_attr(metadata, "producer", "chakra_converter")
     set_attr(metadata, "producer_version", chakra.__version__)
+    set_contradictions(metadata, report.contradictions)
     return metadata
 
 
@@ -129,7 +140,7 @@ def convert_et_plus(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
         serialized = tracked(_nodes(trace, plan), total, f"building the nodes of {trace.path}",
                              unit="nodes")  # fmt: skip
         nodes = tuple(map(Node.FromString, serialized))
-        return EtGraph(_metadata(trace), nodes, report)
+        return EtGraph(_metadata(trace, report), nodes, report)
 
 
 class _Plan(msgspec.Struct):
@@ -181,7 +192,7 @@ def _plan(
     measured_end = _measured_ends(by_id, segments, idle)
     idle = idle_after_waits(idle, graph, by_id, measured_end)
     progress.step("dropping dependencies the measured times contradict")
-    contradicting = drop_contradicting(graph, start_us, measured_end)
+    contradicting = drop_contradicting(graph, start_us, measured_end, by_id)
     progress.step("breaking cycles")
     broken = break_cycles(graph.deps, graph.ids, start_us)
     progress.step("adding delays")
@@ -202,7 +213,8 @@ def _plan(
         _require_peers(trace, kinds)
     end = _end_node(kinds, graph, parents, measured_end, by_id)
     plan = _Plan(by_id, graph.deps, segments, idle, delays, kinds, parents, end)
-    return plan, _report(plan, trace.path, classifier, graph, contradicting, broken)
+    linked = linker_contradictions(trace)
+    return plan, _report(plan, trace.path, classifier, graph, linked, contradicting, broken)
 
 
 def _report(
@@ -210,11 +222,13 @@ def _report(
     path: str,
     classifier: Classifier,
     graph: Graph,
-    contradicting: int,
+    linked: Counter,
+    dropped: Counter,
     broken: list,
 ) -> ConvertReport:
-    """The report of a plan, its warnings logged: what the classifier guessed,
-    ``contradicting`` dependencies dropped, the ``broken`` cycles."""
+    """The report of a plan, its warnings logged: what the classifier guessed, the
+    dependencies the measured times contradict (``linked``: left out by the linker,
+    ``dropped`` here), the ``broken`` cycles."""
     kinds, segments, end = plan.kinds, plan.segments, plan.end
     types = Counter(kind.node_type.name for kind in kinds.values())
     types[NodeType.COMP_NODE.name] += (len(plan.idle) + len(segments.extra) + len(plan.delays)
@@ -238,9 +252,9 @@ def _report(
     if graph.dropped:
         warnings.append("dependencies to unknown nodes dropped: " + ", ".join(
             f"{kind} {count}" for kind, count in sorted(graph.dropped.items())))  # fmt: skip
-    if contradicting:
-        warnings.append(f"{contradicting} dependencies contradicting the measured times "
-                        "dropped (their target started before their source ended)")  # fmt: skip
+    contradicted = contradiction_warning(linked, dropped)
+    if contradicted is not None:
+        warnings.append(contradicted)
     cycles = [f"removed {src} -> {dst} from cycle {' -> '.join(map(str, cycle[:10]))}"
               for src, dst, cycle in broken]  # fmt: skip
     for message in [*warnings, *cycles]:
@@ -252,7 +266,9 @@ def _report(
         idle_nodes=len(plan.idle),
         cycles_broken=cycles,
         warnings=warnings,
-        contradicting_edges_dropped=contradicting,
+        contradicting_edges_dropped=sum(dropped.values()),
+        contradicting_edges_dropped_by_kind=dict(sorted(dropped.items())),
+        contradictions=dict(sorted((linked + dropped).items())),
         replayed_beside_thread=len(segments.detached),
         parents_left_out=len(plan.parents.left_out),
         comm_groups=groups,
@@ -369,5 +385,5 @@ def convert_file(
         plan, report = _planned(trace, options or ConvertOptions())
         total = sum(report.nodes_by_type.values())
         nodes = tracked(_nodes(trace, plan), total, f"writing {output_path}", unit="nodes")
-        write_et(output_path, _metadata(trace), nodes, group)
+        write_et(output_path, _metadata(trace, report), nodes, group)
     return report

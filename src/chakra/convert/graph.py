@@ -30,6 +30,9 @@ class IdleNode(msgspec.Struct, frozen=True, gc=False):
 
 
 Deps = Union[list[int], set[int]]
+#: The kinds of most edges, told by what they join (a host node -> a host node, a host node
+#: -> a GPU op, a GPU op -> a GPU op): :attr:`Graph.rare` records the others.
+BULK_KINDS = frozenset(("cpu_chain", "launch", "stream_order"))
 #: Past this many dependencies, a node's list becomes a set (constant-time membership).
 _LIST_LIMIT = 16
 
@@ -46,6 +49,9 @@ class Graph:
         self.deps: dict[int, Deps] = {}
         self.counts: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
+        #: (src, dst) -> kind of each edge not of a bulk kind, which the node types tell
+        #: (:func:`chakra.convert.contradictions.edge_kind`)
+        self.rare: dict[tuple[int, int], str] = {}
 
     def add(self, src: Optional[int], dst: Optional[int], kind: str) -> None:
         if src is None or dst is None:
@@ -65,6 +71,8 @@ class Graph:
         else:
             deps.add(src)
         self.counts[kind] += 1
+        if kind not in BULK_KINDS:
+            self.rare[(src, dst)] = kind
 
 
 class _Restore(msgspec.Struct, frozen=True, gc=False):
@@ -318,7 +326,8 @@ def evidence(
             kind = dep.kind
             if kind is EdgeKind.HOST_SYNC:  # the call's own segment waits for the GPU
                 call = dep.via_ts_us if dep.via_ts_us is not None else dep.via_end_us
-                inside = segments.containing(dep.via_host, call) if dep.via_host else None
+                has_host = dep.via_host is not None
+                inside = segments.containing(dep.via_host, call) if has_host else None
                 graph.add(dep.src, inside if inside is not None else dep.dst, kind.value)
             elif kind is EdgeKind.INTER_THREAD:
                 graph.add(segments.last(dep.src), dep.dst, kind.value)
@@ -373,21 +382,3 @@ def add_delays(
         graph.deps[node_id] = [delay.node_id]
         graph.counts["start_delay"] += 1
     return delays
-
-
-def drop_contradicting(
-    graph: Graph, start_us: Mapping[int, Number], end_us: Mapping[int, Number]
-) -> int:
-    """Remove every dependency whose ``dst`` was measured to start before its ``src`` ended
-    (beyond the clock's resolution): such an edge states something the trace shows did not
-    happen. Returns how many were removed (the report counts them)."""
-    removed = 0
-    for dst, deps in graph.deps.items():
-        start = start_us.get(dst)
-        if start is None:
-            continue
-        bad = [src for src in deps if end_us.get(src, start) > start + CLOCK_RESOLUTION_US]
-        for src in bad:
-            deps.remove(src)
-        removed += len(bad)
-    return removed

@@ -48,6 +48,7 @@ ATTRIBUTE_KINDS: Mapping[str, str] = {
     "start_ts": "uint64_val",
     "finish_ts": "uint64_val",
     "input_file": "string_val",
+    "contradictions": "string_val",  # chakra.et.contradictions
 }
 
 AttrValue = Union[bool, int, float, str, bytes, Sequence[Any]]

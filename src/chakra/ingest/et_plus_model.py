@@ -84,10 +84,18 @@ class EtPlusNode(msgspec.Struct, frozen=True, gc=False):
         return default
 
 
+class LinkSummary(msgspec.Struct, frozen=True, gc=False):
+    """What the converter reads of the linker's report (``chakra_link.report``): the
+    evidence the measured times contradict, by kind, which the linker left out."""
+
+    contradictions: dict[str, int] = {}
+
+
 class LinkInfo(msgspec.Struct, frozen=True, gc=False):
     format: Optional[str] = None
     rank: Optional[int] = None
     dependencies: list[Edge] = []
+    report: Optional[LinkSummary] = None
 
 
 class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):

@@ -166,8 +166,16 @@ PAGEABLE_MEMORY = "Pageable"
 
 def copies_pageable_memory(gpu_op_name: str) -> bool:
     """Whether a GPU copy's name says one of its ends is pageable host memory: the call
-    that enqueued it (even ``cudaMemcpyAsync``) blocks the calling thread."""
+    that enqueued it (even ``cudaMemcpyAsync``) may block the calling thread (a copy *to*
+    pageable memory does; one *from* it may return once the data is staged)."""
     return PAGEABLE_MEMORY in gpu_op_name
+
+
+def copy_direction(gpu_op_name: str) -> str:
+    """The kind of a GPU copy its Kineto name gives (``HtoD``, ``DtoH``, ``DtoD``...), from
+    ``Memcpy HtoD (Pageable -> Device)``; ``other`` when the name says none."""
+    words = gpu_op_name.split()
+    return words[1] if len(words) > 1 and words[0] == "Memcpy" else "other"
 
 
 def runtime_kind(name: str) -> RuntimeKind:

@@ -21,7 +21,7 @@ import msgspec
 
 from chakra.errors import PathLike
 from chakra.fileio import AtomicGroup, atomic_output
-from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo
+from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo, LinkSummary
 from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
 from chakra.link.linked_trace import GpuNode, LinkedTrace
@@ -199,5 +199,6 @@ def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
     decoded; ``path`` is the host trace's, for messages."""
     host = linked.host
     nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
-    link = LinkInfo(format=FORMAT, rank=linked.device.rank, dependencies=list(linked.edges))
+    summary = LinkSummary(contradictions=dict(linked.report.contradictions))
+    link = LinkInfo(FORMAT, linked.device.rank, list(linked.edges), summary)
     return EtPlusTrace.of(host.path, host, nodes, link)

@@ -5,16 +5,19 @@ synchronisation, inter-thread hand-offs and idle gaps (rules in docs/design.md, 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
-from chakra.ingest.device_model import DeviceTrace, KinetoEvent
+import msgspec
+
+from chakra.ingest.device_model import CLOCK_RESOLUTION_US, DeviceTrace, KinetoEvent
 from chakra.ingest.vocabulary import (
     BLOCKING_MEMCPY_APIS,
     RuntimeKind,
     SyncKind,
     copies_pageable_memory,
+    copy_direction,
     runtime_kind,
 )
 from chakra.link.linked_trace import Edge, EdgeKind, GpuNode, Number
@@ -120,21 +123,36 @@ def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes) 
     return [node for node in found if node is not None]
 
 
-def _waits_for_its_copy(call: KinetoEvent, by_correlation: Mapping[int, GpuNode]) -> bool:
-    """Whether a copy call returns only once its GPU copy is done: a blocking ``cudaMemcpy``
-    (and relatives), or any copy call, ``cudaMemcpyAsync`` included, whose GPU copy (same
-    correlation) is from or to pageable host memory.
+def _waits_for_its_copy(
+    call: KinetoEvent, by_correlation: Mapping[int, GpuNode], not_blocking: list[GpuNode]
+) -> bool:
+    """Whether a copy call returned only once its GPU copy (same correlation) was done: a
+    blocking ``cudaMemcpy`` (and relatives), or any copy call, ``cudaMemcpyAsync`` included,
+    whose copy is from or to pageable host memory, *when the measured times allow it*.
 
-    Only a copy *to* pageable memory (DtoH) truly waits for the copy to complete; one *from*
-    pageable memory (HtoD) returns once the driver has staged the data into a pinned buffer,
-    which may be before the copy ends. Both are taken as waiting for the copy itself: the
-    trace does not show when staging ends, and the copy's end bounds it."""
+    A copy *to* pageable memory (DtoH) waits for the copy to complete; one *from* pageable
+    memory (HtoD), even through ``cudaMemcpy``, returns once the driver has staged the data
+    into a pinned buffer, which may be well before the copy ends (it may queue behind other
+    work on its stream). So a pageable copy is taken as a host sync only when the call did
+    not return before the copy ended (beyond the clock's resolution): the thread goes on
+    when the call returns. A pageable copy that ended later did not block; it is added to
+    ``not_blocking`` (the report counts them by direction) and gives no edge."""
+    node = by_correlation.get(call.correlation)  # type: ignore[arg-type]
+    pageable = node is not None and copies_pageable_memory(node.event.name)
+    if node is not None and pageable and node.event.end_us > call.end_us + CLOCK_RESOLUTION_US:
+        not_blocking.append(node)
+        return False
     if call.name in BLOCKING_MEMCPY_APIS:
         return True
-    if runtime_kind(call.name) is not RuntimeKind.MEMCPY:
-        return False
-    node = by_correlation.get(call.correlation)  # type: ignore[arg-type]
-    return node is not None and copies_pageable_memory(node.event.name)
+    return pageable and runtime_kind(call.name) is RuntimeKind.MEMCPY
+
+
+class HostSyncs(msgspec.Struct, frozen=True):
+    """The host_sync edges, and the pageable copies whose call returned before they ended
+    (no edge: :func:`_waits_for_its_copy`)."""
+
+    edges: list[Edge]
+    not_blocking: list[GpuNode]
 
 
 def host_sync_edges(
@@ -144,7 +162,7 @@ def host_sync_edges(
     timeline: HostTimeline,
     calls: Mapping[int, KinetoEvent],
     notes: list[str],
-) -> list[Edge]:
+) -> HostSyncs:
     """GPU op -> the host op that could only run after it: for each synchronising call
     (device, stream and event synchronize; a copy call that waits for its copy, see
     :func:`_waits_for_its_copy`), the last op launched before it on each stream it waits
@@ -153,9 +171,12 @@ def host_sync_edges(
     syncs = {s.args.correlation: s for s in device.cuda_syncs if s.args.correlation is not None}
     by_correlation = {n.event.correlation: n for n in gpu_nodes if n.event.correlation is not None}
     kinds = (RuntimeKind.SYNC_DEVICE, RuntimeKind.SYNC_STREAM, RuntimeKind.SYNC_EVENT)
-    edges = []
+    edges: list[Edge] = []
+    not_blocking: list[GpuNode] = []
     for call in device.runtime_calls:
-        if runtime_kind(call.name) not in kinds and not _waits_for_its_copy(call, by_correlation):
+        if runtime_kind(call.name) not in kinds and not _waits_for_its_copy(
+            call, by_correlation, not_blocking
+        ):
             continue
         sources = _sync_sources(
             call, syncs.get(call.correlation), index, calls, by_correlation, notes
@@ -175,7 +196,14 @@ def host_sync_edges(
                     host,
                 )
             )
-    return edges
+    return HostSyncs(edges, not_blocking)
+
+
+def pageable_not_blocking(copies: Iterable[GpuNode]) -> dict[str, int]:
+    """The pageable copies that did not block, in the linked window, by direction (HtoD,
+    DtoH)."""
+    found = Counter(copy_direction(n.event.name) for n in copies if n.in_window)
+    return dict(sorted(found.items()))
 
 
 class HostTimeline:

@@ -125,9 +125,13 @@ class LinkReport(msgspec.Struct, frozen=True):
     verification refused; ``gpu_ops_linked`` counts GPU ops whose parent is a verified host
     op enclosing the launch; ``contradictions`` counts evidence that disagrees with the
     measured times (edges whose ``dst`` started before ``src`` ended, by kind, and launches
-    outside their parent); ``host_ops_on_other_threads`` ran on another thread than their
-    host parent (e.g. ``gloo:*`` work on worker threads) and are placed there;
-    ``threads_not_in_host_et`` of those threads had no host ET thread (one was made)."""
+    outside their parent), checked where the converter puts them (a host sync at the end of
+    its call, :func:`chakra.link.verify.edge_contradictions`), and left out of ET+ but for
+    the launches; ``pageable_copies_not_blocking`` counts copies from or to pageable memory
+    whose call returned before the copy ended, by direction (``HtoD``, ``DtoH``): no host
+    sync; ``host_ops_on_other_threads`` ran on another thread than their host parent (e.g.
+    ``gloo:*`` work on worker threads) and are placed there; ``threads_not_in_host_et`` of
+    those threads had no host ET thread (one was made)."""
 
     host_ops: int
     kineto_cpu_ops: int
@@ -145,6 +149,7 @@ class LinkReport(msgspec.Struct, frozen=True):
     rejected: dict[str, int] = {}
     host_ops_on_other_threads: int = 0
     contradictions: dict[str, int] = {}
+    pageable_copies_not_blocking: dict[str, int] = {}
     #: Kineto threads with ops but no thread in the host ET, replayed as threads of their own
     threads_not_in_host_et: int = 0
     #: exact Record-function-id matches kept despite a stale host parent, placed where

@@ -21,6 +21,7 @@ from chakra.link.evidence import (
     host_sync_edges,
     inter_thread_and_gaps,
     launch_edges,
+    pageable_not_blocking,
     stream_order_edges,
 )
 from chakra.link.gpu_link import GpuLinker
@@ -39,6 +40,7 @@ from chakra.link.linked_trace import (
     LinkedTrace,
     LinkOptions,
     LinkReport,
+    Number,
 )
 from chakra.link.nesting import ThreadNesting, program_order_key
 from chakra.link.threads import ReplayThreads, threads_ran_under
@@ -123,23 +125,22 @@ def _link(
     first_gpu_id = max(op.id for op in host.ops) + 1 + len(threads.roots)
     all_gpu_nodes = linker.link(device.gpu_ops, first_gpu_id)
     progress.step("collecting dependencies")
-    all_edges, thread_edges, inter_thread, gaps = _dependencies(
+    found = _dependencies(
         device, all_gpu_nodes, HostTimeline(nestings, host_of), calls, notes, options.inferred
     )
     progress.step("checking dependencies against the measured times")
-    gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, all_edges, first_gpu_id)
-    host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
-    contradictions, edges = edge_contradictions([*gpu_edges, *thread_edges], host_times, gpu_nodes)
-    if contradictions:
-        shown = ", ".join(f"{count} {kind}" for kind, count in contradictions.items())
-        notes.append(f"evidence contradicting the measured times (not written): {shown}")
+    gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, found.gpu_edges, first_gpu_id)
+    contradictions, edges = _checked([*gpu_edges, *found.thread_edges], matches, gpu_nodes, notes)
+    not_blocking = pageable_not_blocking(found.not_blocking)
     sync_dep: dict[int, list[int]] = defaultdict(list)
     for edge in edges:
         waiting = edge.dst if edge.kind is EdgeKind.HOST_SYNC else None
         if waiting is not None and edge.src not in sync_dep[waiting]:
             sync_dep[waiting].append(edge.src)
     progress.step("reporting")
-    report = _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
+    report = _report(
+        host, device, join, gpu_nodes, linker, edges, notes, contradictions, not_blocking
+    )
     report = msgspec.structs.replace(report, threads_not_in_host_et=len(threads.roots))
     for note in notes:
         logger.warning("%s", note)
@@ -149,13 +150,25 @@ def _link(
         matches=matches,
         gpu_nodes=gpu_nodes,
         edges=tuple(edges),
-        inter_thread_dep=inter_thread,
-        idle_gap_us=gaps,
+        inter_thread_dep=found.inter_thread,
+        idle_gap_us=found.gaps,
         sync_dep=dict(sync_dep),
         report=report,
         ran_under=threads.ran_under,
         replay_threads=threads.roots,
     )
+
+
+def _checked(
+    edges: list[Edge], matches: dict[int, CpuMatch], gpu_nodes: tuple[GpuNode, ...], notes: list
+) -> tuple[dict[str, int], list[Edge]]:
+    """The edges the measured times contradict, by kind (noted), and the others."""
+    host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
+    contradictions, kept = edge_contradictions(edges, host_times, gpu_nodes)
+    if contradictions:
+        shown = ", ".join(f"{count} {kind}" for kind, count in contradictions.items())
+        notes.append(f"evidence contradicting the measured times (not written): {shown}")
+    return contradictions, kept
 
 
 def _replay_threads(
@@ -178,6 +191,18 @@ def _replay_threads(
     return threads_ran_under(host, matches, moved, nestings, host_of, notes)
 
 
+class _Dependencies(msgspec.Struct, frozen=True):
+    """What :func:`_dependencies` collects: the edges of GPU ops (launch, stream order,
+    event waits, host syncs) and between host threads, the threads' ``inter_thread_dep``
+    and idle gaps, and the pageable copies that did not block (no edge)."""
+
+    gpu_edges: list[Edge]
+    thread_edges: list[Edge]
+    inter_thread: dict[int, int]
+    gaps: dict[int, Number]
+    not_blocking: list[GpuNode]
+
+
 def _dependencies(
     device: DeviceTrace,
     gpu_nodes: tuple[GpuNode, ...],
@@ -185,22 +210,20 @@ def _dependencies(
     calls: dict[int, KinetoEvent],
     notes: list[str],
     inferred: bool,
-) -> tuple[list[Edge], list[Edge], dict, dict]:
-    """Every edge the traces show between GPU ops and with their host ops (launch, stream
-    order, event waits, host syncs), the edges between host threads, and the threads'
-    ``inter_thread_dep`` and idle gaps (:mod:`chakra.link.evidence`); with ``inferred``,
-    also the waits the times show (:mod:`chakra.link.inferred`)."""
+) -> _Dependencies:
+    """Every edge the traces show (:mod:`chakra.link.evidence`); with ``inferred``, also
+    the waits the times show (:mod:`chakra.link.inferred`)."""
     index = StreamIndex(gpu_nodes)
     thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
-    all_sync = host_sync_edges(device, index, gpu_nodes, timeline, calls, notes)
+    syncs = host_sync_edges(device, index, gpu_nodes, timeline, calls, notes)
     event_waits = event_wait_edges(device, index, calls, notes)
-    all_edges = [*launch_edges(gpu_nodes), *stream_order_edges(index), *event_waits, *all_sync]
+    gpu_edges = [*launch_edges(gpu_nodes), *stream_order_edges(index), *event_waits, *syncs.edges]
     if inferred:
-        all_edges += stream_resume_edges(gpu_nodes, event_waits)
+        gpu_edges += stream_resume_edges(gpu_nodes, event_waits)
         top = timeline.top_level()
         thread_edges += thread_resume_edges(timeline.nestings, timeline.host_of, top)
         thread_edges += thread_wake_edges(timeline.ops, thread_edges)
-    return all_edges, thread_edges, inter_thread, gaps
+    return _Dependencies(gpu_edges, thread_edges, inter_thread, gaps, syncs.not_blocking)
 
 
 def _keep_window(
@@ -232,7 +255,9 @@ def _keep_window(
     return tuple(kept), kept_edges
 
 
-def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions) -> LinkReport:
+def _report(
+    host, device, join, gpu_nodes, linker, edges, notes, contradictions, not_blocking
+) -> LinkReport:
     by_external_id = sum(1 for n in gpu_nodes if n.linked_by is GpuLinkStrategy.EXTERNAL_ID)
     if by_external_id:
         notes.append(
@@ -258,5 +283,6 @@ def _report(host, device, join, gpu_nodes, linker, edges, notes, contradictions)
         host_ops_on_other_threads=len(join.other_thread),
         host_ops_reparented=len(join.reparented),
         contradictions=contradictions,
+        pageable_copies_not_blocking=not_blocking,
         inferred=dict(sorted(Counter(e.kind.value for e in edges if is_inferred(e)).items())),
     )

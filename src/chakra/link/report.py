@@ -61,6 +61,8 @@ def render_table(report: LinkReport, title: str) -> str:
         ("rejected matches", ", ".join(f"{k} {v}" for k, v in report.rejected.items()) or "none"),
         ("contradictions", ", ".join(f"{k} {v}" for k, v in report.contradictions.items())
          or "none"),
+        ("pageable copies that did not block", ", ".join(
+            f"{k} {v}" for k, v in report.pageable_copies_not_blocking.items()) or "none"),
         ("on other threads", str(report.host_ops_on_other_threads)),
         ("threads not in host ET", str(report.threads_not_in_host_et)),
         ("re-parented (stale host parent)", str(report.host_ops_reparented)),

@@ -110,7 +110,10 @@ def edge_contradictions(
     gpu_nodes: Iterable[GpuNode],
 ) -> tuple[dict[str, int], list[Edge]]:
     """Edges whose ``dst`` started before ``src`` ended (beyond the clock's resolution), by
-    kind, and the edges that do not (the ones worth writing). Launch edges are checked as
+    kind, and the edges that do not (the ones worth writing). Each edge is checked at the
+    node the converter makes it wait (so that what it would drop is counted here, and not
+    written): a host sync inside a linked host op at the call's own segment, which starts
+    at the latest when the call returns (:func:`sync_resumed`). Launch edges are checked as
     "the parent encloses the launch call" instead (a GPU op may start before the op that
     launched it ends) and kept: they name the parent."""
     times = dict(host_times)
@@ -122,20 +125,37 @@ def edge_contradictions(
     kept: list[Edge] = []
     for edge in edges:
         src = times.get(edge.src)
-        dst = times.get(edge.dst) if edge.dst is not None else None
-        if src is None or dst is None:
+        if edge.kind is EdgeKind.HOST_SYNC:
+            waits = sync_resumed(edge, times)
+        else:
+            dst = times.get(edge.dst) if edge.dst is not None else None
+            waits = dst[0] if dst is not None else None
+        if src is None or waits is None:
             kept.append(edge)
-            continue
-        if edge.kind is EdgeKind.LAUNCH:
+        elif edge.kind is EdgeKind.LAUNCH:
             kept.append(edge)
-            launch = launches.get(edge.dst)
+            launch = launches.get(edge.dst)  # type: ignore[arg-type]
             instant = launch.ts_us if launch is not None else None
             if instant is not None and not (
                 src[0] - CLOCK_RESOLUTION_US <= instant <= src[1] + CLOCK_RESOLUTION_US
             ):
                 found["launch_outside_parent"] += 1
-        elif src[1] > dst[0] + CLOCK_RESOLUTION_US:
+        elif src[1] > waits + CLOCK_RESOLUTION_US:
             found[edge.kind.value] += 1
         else:
             kept.append(edge)
     return dict(sorted(found.items())), kept
+
+
+def sync_resumed(edge: Edge, times: Mapping[int, tuple[Number, Number]]) -> Optional[Number]:
+    """When the thread that made a host sync's call went on, as the converter replays it
+    (``chakra.convert``: the call's segment of its enclosing host op starts when the GPU
+    ops it waited for ended, clipped to the call): at the latest when the call returned,
+    or when the enclosing op ended if that was earlier. A call outside any linked host op
+    waits at ``dst``, the next host op on its thread (None: nothing follows)."""
+    host = times.get(edge.via_host) if edge.via_host is not None else None
+    start, end = edge.via_ts_us, edge.via_end_us
+    if host is not None and start is not None and end is not None and start < host[1]:
+        return min(end, host[1])
+    dst = times.get(edge.dst) if edge.dst is not None else None
+    return dst[0] if dst is not None else None

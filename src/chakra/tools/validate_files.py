@@ -11,12 +11,13 @@ rank only cannot be compared and are listed as such.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader
+from chakra.et.contradictions import get_contradictions
 from chakra.et.graph_checks import ValidationOptions, ValidationReport, validate_nodes
 from chakra.fileio.json_document import JsonDocument
 from chakra.ranks import Agreement, CommRecord, agree
@@ -26,12 +27,15 @@ from chakra.ranks.files import recording
 @dataclass(frozen=True)
 class FileResult:
     """The outcome for one file: its report, or ``error`` when it could not be read;
-    ``comms``: its communication nodes in file order."""
+    ``comms``: its communication nodes in file order; ``contradictions``: the dependencies
+    the measured times contradict, left out of the graph, by kind, as its GlobalMetadata
+    records them (None: not recorded; :mod:`chakra.et.contradictions`)."""
 
     path: str
     report: Optional[ValidationReport]
     error: Optional[str] = None
     comms: tuple[CommRecord, ...] = ()
+    contradictions: Optional[Mapping[str, int]] = None
 
     @property
     def ok(self) -> bool:
@@ -52,10 +56,11 @@ def check_file(path: PathLike, options: ValidationOptions) -> FileResult:
     comms: list[CommRecord] = []
     try:
         with EtReader(path) as reader:
+            contradictions = get_contradictions(reader.metadata, path)
             report = validate_nodes(recording(reader, comms), options)
     except ChakraError as exc:  # its message names the file: the result names it once
         return FileResult(str(path), None, str(exc).removeprefix(f"{path}: "))
-    return FileResult(str(path), report, None, tuple(comms))
+    return FileResult(str(path), report, None, tuple(comms), contradictions)
 
 
 def cross_rank(results: Sequence[FileResult]) -> Agreement:
@@ -107,13 +112,16 @@ def format_text(
             continue
         report = result.report
         assert report is not None
+        recorded = _contradiction_line(result)
         if report.ok:
             lines.append(f"{result.path}: ok ({report.nodes} nodes)")
+            lines.extend(recorded)
             continue
         counts = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.counts().items()))
         lines.append(
             f"{result.path}: {len(report.problems)} problems in {report.nodes} nodes ({counts})"
         )
+        lines.extend(recorded)
         lines.extend(f"  {p.kind}: {p.message}" for p in report.problems[:shown])
         if len(report.problems) > shown:
             lines.append(f"  ... and {len(report.problems) - shown} more")
@@ -121,6 +129,14 @@ def format_text(
         lines.extend(agreement_lines(agreement, len(results)))
     lines.extend(f"cross-rank: {m.message}" for m in mismatches)
     return lines
+
+
+def _contradiction_line(result: FileResult) -> list[str]:
+    """The dependencies the file records as left out, contradicting the measured times."""
+    if not result.contradictions:
+        return []
+    shown = ", ".join(f"{kind} {n}" for kind, n in result.contradictions.items())
+    return [f"  contradictions (measured times refute them; not in the graph): {shown}"]
 
 
 def to_json(
@@ -136,6 +152,9 @@ def to_json(
             entry["error"] = result.error
         if result.report is not None:
             entry["nodes"] = result.report.nodes
+            entry["contradictions"] = (
+                None if result.contradictions is None else dict(result.contradictions)
+            )
             entry["counts"] = result.report.counts()
             entry["problems"] = [
                 {"kind": p.kind, "node_id": p.node_id, "message": p.message}
