@@ -55,7 +55,7 @@ def test_text_prints_model_only_line_and_rule_counts(et_file: Path) -> None:
 @pytest.mark.parametrize(("rule", "status", "message"), [
     ("foo=2", 1, "--scale foo=2: matches no node"),
     ("cpus=2", 1, "--scale cpus=2: matches no node"),
-    ("name:B@shape:[9,9]=2", 1, "--scale name:B@shape:[9,9]=2: matches no node"),
+    ("name:nB[1]@shape:[9,9]=2", 1, "--scale name:nB[1]@shape:[9,9]=2: matches no node"),
     # a rule that does not parse is a usage error, before any work
     ("gpu=-1", 2, "argument --scale: gpu=-1: factor must not be negative"),
     ("gpu=x", 2, "argument --scale: gpu=x: factor must be a number, e.g. compute=0.5"),
