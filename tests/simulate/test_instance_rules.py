@@ -301,3 +301,24 @@ def _nodes(path: Path) -> list[Node]:
 
     with EtReader(path) as reader:
         return list(reader)
+
+
+def test_on_a_linked_gpu_trace_kernels_carry_their_launching_ops_shape(tmp_path: Path) -> None:
+    from chakra.convert import ConvertOptions, convert_file
+    from chakra.link import LinkOptions
+    from chakra.link.batch import link_files
+    from chakra.synth import SynthOptions, generate_job
+
+    rank = generate_job(SynthOptions(seed=1, ranks=1, steps=1, ops_per_step=40), tmp_path).ranks[0]
+    link_files(rank.host_et, rank.kineto, tmp_path / "r.json", LinkOptions())
+    convert_file(tmp_path / "r.json", tmp_path / "r.et", ConvertOptions())
+    nodes = {n.id: n for n in _nodes(tmp_path / "r.et")}
+    graph = load_graph(tmp_path / "r.et", 0)
+    mask = ScaleRule.parse("gpu@scope:aten::addmm@shape:[*,[4096,1024],[1024,3072]]=2").mask(graph)
+    picked = [nodes[graph.ids[i]] for i in np.flatnonzero(mask)]
+    assert picked and all(nodes[k.ctrl_deps[0]].name == "aten::addmm" for k in picked)
+    assert {k.inputs.shapes for k in picked} == {"[[3072],[4096,1024],[1024,3072]]"}
+    gpu = ScaleRule.parse("gpu=2").mask(graph)
+    others = [nodes[graph.ids[i]] for i in np.flatnonzero(gpu & ~mask)]
+    assert not any(nodes[k.ctrl_deps[0]].inputs.shapes == picked[0].inputs.shapes
+                   for k in others if k.ctrl_deps)  # fmt: skip
