@@ -101,6 +101,11 @@ class PlotFormatError(ChakraError):
     """A plot's path names an image format that matplotlib cannot write."""
 
 
+class ScaleRuleError(ChakraError):
+    """A what-if rule (``--scale TARGET[@QUALIFIER...]=FACTOR``) does not parse, or cannot
+    be applied to a graph (a qualifier needs what the graph does not keep)."""
+
+
 # --- Text workloads --------------------------------------------------------------------------
 class TextWorkloadError(TraceFormatError):
     """A text workload cannot be parsed; the message names the file and the line."""

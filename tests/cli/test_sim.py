@@ -52,19 +52,30 @@ def test_text_prints_model_only_line_and_rule_counts(et_file: Path) -> None:
     assert lines[3].startswith("  what-if makespan 26 us")  # the idle (6) now outlasts the delay
 
 
-@pytest.mark.parametrize(("rule", "message"), [
-    ("foo=2", "--scale foo=2: matches no node"),
-    ("cpus=2", "--scale cpus=2: matches no node"),
-    ("gpu=-1", "--scale gpu=-1: factor must not be negative"),
-    ("gpu=x", "--scale gpu=x: factor must be a number, e.g. compute=0.5"),
+@pytest.mark.parametrize(("rule", "status", "message"), [
+    ("foo=2", 1, "--scale foo=2: matches no node"),
+    ("cpus=2", 1, "--scale cpus=2: matches no node"),
+    ("name:nB[1]@shape:[9,9]=2", 1, "--scale name:nB[1]@shape:[9,9]=2: matches no node"),
+    # a rule that does not parse is a usage error, before any work
+    ("gpu=-1", 2, "argument --scale: gpu=-1: factor must not be negative"),
+    ("gpu=x", 2, "argument --scale: gpu=x: factor must be a number, e.g. compute=0.5"),
+    ("B@shap:[1]=2", 2, "argument --scale: B@shap:[1]=2: unknown qualifier @shap: "
+                        "(expected @shape:, @scope: or @rank:)"),
+    ("B@shape:[1,a]=2", 2, "argument --scale: B@shape:[1,a]=2: @shape:[1,a] is not a shape"),
+    ("B@rank:one=2", 2, "argument --scale: B@rank:one=2: @rank:one: expected @rank:0"),
 ])  # fmt: skip
 @pytest.mark.slow
-def test_bad_rules_are_one_line_errors(et_file: Path, tmp_path: Path, rule: str,
+def test_bad_rules_are_one_line_errors(et_file: Path, tmp_path: Path, rule: str, status: int,
                                        message: str) -> None:  # fmt: skip
     timeline = tmp_path / "timeline.json"
     result = sim(str(et_file), "--scale", rule, "--timeline", str(timeline))
-    assert result.returncode == 1
-    assert result.stderr.splitlines() == [f"chakra_sim: error: {message}"]
+    assert result.returncode == status
+    errors = [line for line in result.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and errors[0].startswith(f"chakra_sim: error: {message}")
+    if status == 1:
+        assert result.stderr.splitlines() == errors
+    else:  # argparse's usage line first
+        assert result.stderr.startswith("usage: chakra_sim")
     assert result.stdout == "" and not timeline.exists()
 
 

@@ -50,8 +50,10 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=RULE[,RULE...]",
         help="a what-if scenario run after the replay, reported in report.json and "
         "report.html: NAME, then rules as chakra_sim --scale takes them (TARGET=FACTOR: "
-        "compute, comm, cpu, gpu, delay, idle, name:TEXT or a name pattern), e.g. "
-        f"'GPU 2x faster=gpu=0.5'; repeatable; replaces the defaults ({defaults}; one whose "
+        "compute, comm, cpu, gpu, delay, idle, name:TEXT or a name pattern; TARGET may "
+        "carry qualifiers @shape:, @scope:, @rank:, whose commas inside [ ] do not split "
+        "rules), e.g. 'GPU 2x faster=gpu=0.5' or 'wide fc1=aten::addmm@shape:[[48],[8,16],"
+        f"[16,48],[],[]]=2'; repeatable; replaces the defaults ({defaults}; one whose "
         "first rule matches no node is skipped, its other rules matching none are left "
         "out); a scenario of yours with a rule that matches no node is skipped with a warning",
     )

@@ -14,7 +14,7 @@ import msgspec
 
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import UsageError
+from chakra.errors import ChakraError, UsageError
 from chakra.fileio import atomic_output
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.ranks.files import load_agreed
@@ -57,14 +57,20 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
         "--scale",
         action="append",
         default=[],
-        metavar="TARGET=FACTOR",
+        type=_scale_rule,
+        metavar="TARGET[@QUALIFIER...]=FACTOR",
         help="what-if: multiply durations by FACTOR (0: free, never negative). TARGET is a "
         "class: compute, comm, cpu or gpu (ops only), delay or idle (the converter's [delay] "
         "and [idle] nodes: measured time the graph does not explain, which other targets "
         "leave alone unless they name it exactly); name:TEXT, the nodes named exactly TEXT; "
         "or a shell pattern on names ('nccl*=2') in which [ and ] stand for themselves "
-        "('[delay]=0' is the delay nodes). A rule that matches no node is an error; "
-        "each reports how many nodes it matched; repeatable",
+        "('[delay]=0' is the delay nodes). Qualifiers narrow TARGET to some instances, all "
+        "of them holding: @shape:[8,16] (or 8x16; some input has this shape, * any one "
+        "dimension), @shape:[[48],[8,16],[16,48],[],[]] (the whole list of input shapes), "
+        "@scope:PATTERN (an enclosing op, a kernel's launching op, or a record_function or "
+        "module label, is named so), @rank:0|2 or @rank:4-7; e.g. "
+        "'aten::addmm@shape:[16,48]@scope:*layers.1*=2'. A rule that matches no node is an "
+        "error; each reports how many nodes it matched; repeatable",
     )
     parser.add_argument(
         "--resources",
@@ -117,6 +123,14 @@ def _add_picture_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _scale_rule(text: str) -> ScaleRule:
+    """An argparse type: a what-if rule; one that does not parse is a usage error."""
+    try:
+        return ScaleRule.parse(text)
+    except ChakraError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--scale ")) from None
+
+
 def _image_path(text: str) -> Path:
     """An argparse type: a plot's path, whose extension must name a format matplotlib
     writes (a usage error otherwise, before any work)."""
@@ -142,7 +156,7 @@ def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
 
 
 def _simulate(args: argparse.Namespace) -> None:
-    rules = [ScaleRule.parse(text) for text in args.scale]
+    rules: list[ScaleRule] = args.scale
     prepare_outputs([args.timeline, args.plot, args.plot_makespans], args.paths)
     for path in args.paths:
         require_kind(

@@ -9,12 +9,14 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Sequence
+from typing import Optional
 
 import msgspec
 import numpy as np
 
-from chakra.errors import ChakraError
+from chakra.errors import ChakraError, ScaleRuleError
 from chakra.simulate.resources import gpu_mask
+from chakra.simulate.selection import QUALIFIER, Qualifiers, with_instance_facts
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import PathEntry, SimResult
 from chakra.simulate.times import rerun
@@ -42,29 +44,52 @@ class ScaleRule(msgspec.Struct, frozen=True):
     or a shell-style pattern on node names (``nccl*``), in which ``[`` and ``]`` stand for
     themselves (``[delay]`` is the delay nodes, not a character class). ``[delay]`` and
     ``[idle]`` nodes keep their time unless the target is their class or their exact name
-    (no op class or wildcard pattern reaches them). ``text`` is the rule as given."""
+    (no op class or wildcard pattern reaches them). ``where``: the qualifiers that narrow
+    the target to some instances (``aten::addmm@shape:[8,16]@scope:*layers.1*@rank:0``;
+    :mod:`chakra.simulate.selection`), None for none. ``text`` is the rule as given."""
 
     target: str
     factor: float
     text: str = ""
+    where: Optional[Qualifiers] = None
 
     @classmethod
     def parse(cls, text: str) -> ScaleRule:
+        """``TARGET[@QUALIFIER...]=FACTOR``. Raises ScaleRuleError (one line, naming
+        ``text``) when it does not parse."""
         target, sep, factor = text.rpartition("=")
         if not sep or not target or target == "name:":
-            raise ChakraError(f"--scale {text}: expected TARGET=FACTOR, e.g. compute=0.5")
+            raise ScaleRuleError(f"--scale {text}: expected TARGET=FACTOR, e.g. compute=0.5")
         try:
             value = float(factor)
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            raise ChakraError(f"--scale {text}: factor must be a number, e.g. compute=0.5")
+            raise ScaleRuleError(f"--scale {text}: factor must be a number, e.g. compute=0.5")
         if value < 0:
-            raise ChakraError(f"--scale {text}: factor must not be negative")
-        return cls(target, value, text)
+            raise ScaleRuleError(f"--scale {text}: factor must not be negative")
+        target, *qualifiers = QUALIFIER.split(target)
+        if not qualifiers:
+            return cls(target, value, text)
+        target = target.strip()
+        if not target or target == "name:":
+            raise ScaleRuleError(
+                f"--scale {text}: a qualifier narrows a TARGET, e.g. aten::addmm@rank:0=2 "
+                "(* for every op)"
+            )
+        try:
+            where = Qualifiers.parse(qualifiers)
+        except ScaleRuleError as exc:
+            raise ScaleRuleError(f"--scale {text}: {exc}") from None
+        return cls(target, value, text, where)
 
     def mask(self, graph: SimGraph) -> np.ndarray:
-        """Boolean mask of the nodes of ``graph`` this rule scales."""
+        """Boolean mask of the nodes of ``graph`` this rule scales (its qualifiers may read
+        the graph's file again: see :func:`scaled_graphs`)."""
+        mask = self._target_mask(graph)
+        return mask if self.where is None else self.where.narrow(graph, mask)
+
+    def _target_mask(self, graph: SimGraph) -> np.ndarray:
         if self.target in CLASSES:
             return _class_mask(graph, self.target)
         if self.target.startswith("name:"):
@@ -96,10 +121,12 @@ def scaled_graphs(
 ) -> tuple[list[SimGraph], list[int]]:
     """Copies of ``graphs`` with every matching rule applied to each node's duration (the
     factors of several rules multiply), and how many nodes (all ranks) each rule matched.
+    A copy keeps the input shapes its rules' qualifiers read (one more pass over its file).
     Raises ChakraError naming the first rule that matches no node in any rank."""
     counts = [0] * len(rules)
     out = []
     for graph in graphs:
+        graph = with_instance_facts(graph, [rule.where for rule in rules])
         factors = np.ones(len(graph.ids))
         for k, rule in enumerate(rules):
             mask = rule.mask(graph)

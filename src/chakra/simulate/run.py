@@ -9,12 +9,11 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import PathLike
-from chakra.et.reader import EtReader
-from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.simulate.astra_graph import build_astra_graph
 from chakra.simulate.astra_network import AstraRing
+from chakra.simulate.node_files import read_nodes
 from chakra.simulate.replay import SimOptions, simulate
-from chakra.simulate.sim_graph import SimGraph, SimulationError, build_graph
+from chakra.simulate.sim_graph import SimGraph, build_graph
 from chakra.simulate.sim_result import SimResult
 from chakra.simulate.timeline import chrome_trace as chrome_trace  # re-exported
 
@@ -32,20 +31,7 @@ def load_astra_graph(path: PathLike, rank: int) -> SimGraph:
 
 
 def _load_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
-    return msgspec.structs.replace(_read_graph(path, rank, build), source=str(path))
-
-
-def _read_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
-    try:
-        if sniff_kind(path) is TraceKind.CHAKRA_ET:
-            with EtReader(path, f"loading rank {rank} from {path}") as reader:
-                return build(reader, rank)
-        from chakra.convert import ConvertOptions, convert_et_plus, load_et_plus
-
-        graph = convert_et_plus(load_et_plus(path), ConvertOptions())
-        return build(graph.nodes, rank)
-    except SimulationError as exc:
-        raise SimulationError(f"{path}: {exc}") from exc
+    return msgspec.structs.replace(read_nodes(path, rank, build), source=str(path))
 
 
 def simulate_files(

@@ -22,6 +22,7 @@ from chakra.errors import ChakraError
 from chakra.simulate.analysis import ScaleRule
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.replay import what_if_of
+from chakra.simulate.selection import with_instance_facts
 from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
 
@@ -40,8 +41,9 @@ class Scenario(msgspec.Struct, frozen=True):
 
     @classmethod
     def parse(cls, text: str) -> Scenario:
-        """``NAME=RULE[,RULE...]``, each RULE ``TARGET=FACTOR`` as ``chakra_sim --scale``
-        takes it (so a NAME holds no ``=`` and a rule's target no ``,``). Raises
+        """``NAME=RULE[,RULE...]``, each RULE ``TARGET[@QUALIFIER...]=FACTOR`` as
+        ``chakra_sim --scale`` takes it (so a NAME holds no ``=`` and a rule's target no
+        ``,`` outside brackets: ``@shape:[[8,16],[16,48]]`` keeps its commas). Raises
         ChakraError naming ``text`` when it does not parse."""
         name, sep, rest = text.partition("=")
         name = name.strip()
@@ -50,7 +52,7 @@ class Scenario(msgspec.Struct, frozen=True):
                 f"--what-if {text!r}: expected NAME=RULE[,RULE...], e.g. 'GPU 2x faster=gpu=0.5'"
             )
         rules = []
-        for part in (p.strip() for p in rest.split(",")):
+        for part in (p.strip() for p in split_rules(rest)):
             try:
                 rules.append(ScaleRule.parse(part))
             except ChakraError as exc:
@@ -60,6 +62,21 @@ class Scenario(msgspec.Struct, frozen=True):
                     f"--what-if {text!r}: {message} (a scenario is NAME=RULE[,RULE...])"
                 ) from exc
         return cls(name, tuple(rules))
+
+
+def split_rules(text: str) -> list[str]:
+    """``text`` cut at each comma outside square brackets (a shape's commas stay)."""
+    parts, depth, start = [], 0, 0
+    for at, char in enumerate(text):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth = max(depth - 1, 0)
+        elif char == "," and depth == 0:
+            parts.append(text[start:at])
+            start = at + 1
+    parts.append(text[start:])
+    return parts
 
 
 def _default(name: str, rules: str, description: str) -> Scenario:
@@ -163,6 +180,10 @@ def run_scenarios(
     first rule: its other rules that match none are left out and it runs with the rest.
     Either way the :class:`WhatIf` says so in its ``note``, and a skipped scenario that
     was not adapted is logged as a warning."""
+    wheres = [rule.where for scenario in scenarios for rule in scenario.rules]
+    if any(wheres):  # input shapes read once for every scenario, not once per rule
+        graphs = tuple(with_instance_facts(graph, wheres) for graph in replay.graphs)
+        replay = msgspec.structs.replace(replay, graphs=graphs)
     out = []
     for scenario in scenarios:
         counts = nodes_matched(replay.graphs, scenario.rules)

@@ -87,6 +87,10 @@ class SimGraph(msgspec.Struct, frozen=True):
     #: the file the graph was read from ("" when built from nodes in memory): the
     #: engine's errors name it
     source: str = ""
+    #: each node's input shapes, the JSON text its ``inputs.shapes`` holds ("" for none),
+    #: for what-if rules that select by shape; None unless asked for (not read at load:
+    #: :func:`chakra.simulate.selection.with_instance_facts` reads them when a rule needs them)
+    input_shapes: Optional[list[str]] = None
 
     def where(self) -> str:
         """How an error names this graph: its file and rank, or its rank alone."""
