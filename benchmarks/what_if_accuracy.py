@@ -31,13 +31,14 @@ from chakra.simulate import ScaleRule, SimResult, build_graph, simulate, what_if
 from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
 
 #: (label, synthetic option, factor, scale rules that say the same to the simulator).
-#: GPU kernels: every GPU op but the collectives (their time is the network's).
+#: GPU kernels: the GPU ops that do not communicate (a collective's time is the network's); CPU:
+#: the host ops that do not communicate (gloo collectives are the network's) and idle time.
 WHAT_IFS = [
-    ("GPU x0.5", "gpu_factor", 0.5, ["gpu=0.5", "comm=2"]),
-    ("GPU x0.25", "gpu_factor", 0.25, ["gpu=0.25", "comm=4"]),
-    ("GPU x2", "gpu_factor", 2.0, ["gpu=2", "comm=0.5"]),
-    ("CPU x0.5", "cpu_factor", 0.5, ["cpu=0.5", "idle=0.5"]),
-    ("CPU x2", "cpu_factor", 2.0, ["cpu=2", "idle=2"]),
+    ("GPU x0.5", "gpu_factor", 0.5, ["compute@class:gpu=0.5"]),
+    ("GPU x0.25", "gpu_factor", 0.25, ["compute@class:gpu=0.25"]),
+    ("GPU x2", "gpu_factor", 2.0, ["compute@class:gpu=2"]),
+    ("CPU x0.5", "cpu_factor", 0.5, ["compute@class:cpu=0.5", "idle=0.5"]),
+    ("CPU x2", "cpu_factor", 2.0, ["compute@class:cpu=2", "idle=2"]),
     ("network x0.5", "network_factor", 0.5, ["comm=0.5"]),
     ("network x2", "network_factor", 2.0, ["comm=2"]),
 ]

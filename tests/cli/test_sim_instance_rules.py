@@ -49,7 +49,7 @@ def test_a_qualifier_matching_nothing_is_one_line(cli: Runner, et_file: Path) ->
 
 
 @pytest.mark.parametrize(("rule", "message"), [
-    ("aten::addmm@shap:[1]=2", "unknown qualifier @shap: (expected @shape:, @scope: or @rank:)"),
+    ("aten::addmm@shap:[1]=2", "unknown qualifier @shap: (expected @shape:, @scope:, @rank: or"),
     ("aten::addmm@shape:[8,=2", "@shape:[8, is not a shape; expected e.g. @shape:[8,256]"),
     ("aten::addmm@rank:x=2", "@rank:x: expected @rank:0, @rank:0|2 or @rank:4-7"),
 ])  # fmt: skip

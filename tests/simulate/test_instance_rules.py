@@ -163,7 +163,7 @@ def test_astra_sim_graphs_read_their_parents_too(et_file: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("x@shap:[1]=2", "unknown qualifier @shap: (expected @shape:, @scope: or @rank:)"),
+    ("x@shap:[1]=2", "unknown qualifier @shap: (expected @shape:, @scope:, @rank: or @class:)"),
     ("x@shape:=2", "@shape: needs a value, e.g. @shape:[8,256]"),
     ("x@shape:[1,a]=2", "@shape:[1,a] is not a shape; expected e.g. @shape:[8,256]"),
     ("x@shape:[1.5]=2", "@shape:[1.5] is not a shape"),
@@ -322,3 +322,19 @@ def test_on_a_linked_gpu_trace_kernels_carry_their_launching_ops_shape(tmp_path:
     others = [nodes[graph.ids[i]] for i in np.flatnonzero(gpu & ~mask)]
     assert not any(nodes[k.ctrl_deps[0]].inputs.shapes == picked[0].inputs.shapes
                    for k in others if k.ctrl_deps)  # fmt: skip
+
+
+def test_a_class_qualifier_intersects_classes() -> None:
+    # a host collective (gloo: comm on the CPU), a CPU op, a kernel and an NCCL kernel
+    nodes = [node(1, 10, tid=1, coll="0"), node(2, 10, tid=1), node(3, 10, stream=7),
+             node(4, 10, stream=9, coll="0")]  # fmt: skip
+    graph = build_graph(nodes)
+    picked = {
+        rule: {graph.ids[i] for i in np.flatnonzero(ScaleRule.parse(rule).mask(graph))}
+        for rule in ("compute@class:gpu=2", "compute@class:cpu=2", "comm@class:cpu=2",
+                     "comm@class:gpu=2")
+    }  # fmt: skip
+    assert picked == {"compute@class:gpu=2": {3}, "compute@class:cpu=2": {2},
+                      "comm@class:cpu=2": {1}, "comm@class:gpu=2": {4}}  # fmt: skip
+    with pytest.raises(ScaleRuleError, match="@class:fast"):
+        ScaleRule.parse("compute@class:fast=2")

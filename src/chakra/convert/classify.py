@@ -169,10 +169,11 @@ class Classifier:
         return Classified(NodeType.COMP_NODE, True)
 
     def is_host_collective(self, node: EtPlusNode) -> bool:
-        """Collectives of CPU backends: when no GPU kernel communicates, the ``gloo:*`` ops
-        if the trace has them, else the ``c10d::*`` ones. With NCCL, the kernels are the
-        communication and the host ops only launch them."""
-        if self.gpu_collectives:
+        """Collectives of CPU backends: the ``gloo:*`` ops if the trace has them (a job can
+        use gloo beside NCCL, e.g. for CPU tensors: gloo still communicates on the host);
+        else, when no GPU kernel communicates, the ``c10d::*`` ones. With NCCL, the kernels
+        are the communication and the ``c10d::*`` ops only launch them."""
+        if self.gpu_collectives and not self.host_collectives_are_gloo:
             return False
         prefix = "gloo:" if self.host_collectives_are_gloo else "c10d::"
         return node.name.startswith(prefix) and kind_from_name(node.name) is not None

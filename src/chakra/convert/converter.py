@@ -25,13 +25,13 @@ from chakra.convert.et_plus_input import (
     load_et_plus,
     with_payloads,
 )
+from chakra.convert.evidence_edges import evidence
 from chakra.convert.graph import (
     DelayNode,
     Deps,
     Graph,
     IdleNode,
     add_delays,
-    evidence,
     thread_chains,
 )
 from chakra.convert.idle_waits import idle_after_waits

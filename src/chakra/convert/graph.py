@@ -290,65 +290,6 @@ def sync_calls(trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode]) -> list[Sync
     return [SyncCall(host, start, end, resumed) for (host, start, end), resumed in waited.items()]
 
 
-def _waiting_parent(src: int, dst: Optional[int], by_id, graph: Graph, segments) -> None:
-    """A thread that waited for another inside an op (the main thread in ``ProfilerStep`` or
-    ``## backward ##`` while the autograd thread runs): the op's own time right before the
-    waiting child starts when the other thread's op ended, and depends on it."""
-    waiting = by_id.get(dst) if dst is not None else None
-    source = by_id.get(src)
-    if waiting is None or waiting.ts is None or source is None or source.end is None:
-        return
-    parent = waiting.ran_under if waiting.ran_under is not None else waiting.ctrl_deps
-    if parent is None or parent == waiting.id:
-        return
-    last = segments.segments.get(src)
-    ended = last[-1].end if last else source.end  # the node the edge leaves from
-    segment = segments.wait_before(parent, waiting.ts, ended)
-    if segment is not None:
-        graph.add(segments.last(src), segment, "inter_thread")
-
-
-def evidence(
-    trace: EtPlusTrace, by_id: Mapping[int, EtPlusNode], graph: Graph, segments: Segmentation
-) -> None:
-    """Add the linker's dependency evidence, mapped onto segments: a GPU op follows the
-    segment of its launching op that ends by the launch; a continuation after a
-    synchronising call waits for the GPU; an inter-thread source is the op's last segment.
-    For reference ET+ (no ``chakra_link``), stream order is rebuilt from the GPU nodes and
-    ``sync_dep``/``inter_thread_dep`` are used."""
-    gpu = [n for n in trace.nodes if n.is_gpu]
-    for node in gpu:
-        launch = node.launch.ts if node.launch is not None else None
-        src = segments.ending_by(node.ctrl_deps, launch) if launch is not None else None
-        graph.add(src if src is not None else node.ctrl_deps, node.id, "launch")
-    if trace.link is not None:
-        for dep in trace.link.dependencies:
-            kind = dep.kind
-            if kind is EdgeKind.HOST_SYNC:  # the call's own segment waits for the GPU
-                call = dep.via_ts_us if dep.via_ts_us is not None else dep.via_end_us
-                has_host = dep.via_host is not None
-                inside = segments.containing(dep.via_host, call) if has_host else None
-                graph.add(dep.src, inside if inside is not None else dep.dst, kind.value)
-            elif kind is EdgeKind.INTER_THREAD:
-                graph.add(segments.last(dep.src), dep.dst, kind.value)
-                _waiting_parent(dep.src, dep.dst, by_id, graph, segments)
-            elif kind in (EdgeKind.STREAM_ORDER, EdgeKind.EVENT_WAIT):
-                graph.add(dep.src, dep.dst, kind.value)
-        return
-    streams: dict[tuple, list[EtPlusNode]] = defaultdict(list)
-    for node in gpu:
-        streams[(node.device, node.stream)].append(node)
-    for ops in streams.values():
-        ops.sort(key=lambda n: (n.ts or 0, n.id))
-        for a, b in zip(ops, ops[1:]):
-            graph.add(a.id, b.id, "stream_order")
-    for node in trace.nodes:
-        for src in node.sync_dep:
-            graph.add(src, node.id, "host_sync")
-        if node.inter_thread_dep is not None:
-            graph.add(segments.last(node.inter_thread_dep), node.id, "inter_thread")
-
-
 class DelayNode(msgspec.Struct, frozen=True, gc=False):
     """Measured time between a node's latest dependency ending and the node starting
     (launch latency, a thread waking up: waiting the trace does not explain). It holds

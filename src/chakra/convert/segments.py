@@ -182,6 +182,12 @@ class Segmentation:
         segments = self.segments.get(op_id)
         return segments[-1].node_id if segments else op_id
 
+    def first(self, op_id: int) -> int:
+        """The node where the op starts: its first segment (not always the one with its id:
+        a host collective gives its id to its last, where it meets the other ranks)."""
+        segments = self.segments.get(op_id)
+        return segments[0].node_id if segments else op_id
+
     def anchored(self, op_id: int) -> Optional[Segment]:
         """The segment that carries the op's own id (its first, or its last when anchored
         last), if the op was split."""

@@ -22,6 +22,11 @@ class EdgeKind(str, enum.Enum):
     INTER_THREAD = "inter_thread"  # host op on one thread -> host op it let run on another
 
 
+#: ``via`` of an inferred edge into an op's last stretch of own time (after its last child),
+#: not its start (:mod:`chakra.link.inferred`; the converter waits there).
+TAIL_WAIT = "inferred:tail_wait"
+
+
 class Edge(msgspec.Struct, frozen=True, gc=False):
     """One dependency: ``dst`` may not start before ``src`` ends. Endpoints are ET+ node
     ids; ``dst`` is None when nothing recorded follows (e.g. a final synchronize). The

@@ -13,8 +13,8 @@ another piece of work ends. Two rules, each a sort and a sweep (binary search pe
 - ``inferred:thread_resume``: a host op nested inside another (a child of ``## step N ##``,
   say) that started more than 50 µs after its thread was last busy at that level (its
   previous sibling's end, else its parent's start), within ``THREAD_TOLERANCE_US`` of the end
-  of another thread's top-level op (the latest such end), having waited at least as long
-  before that end as after it, waited for that op: a blocking collective whose
+  of another thread's top-level op (the latest such end), having waited 4 times longer
+  before that end than after it, waited for that op: a blocking collective whose
   ``work.wait()`` is no op of its own, its wait recorded as the parent's self time.
   Top-level ops have the recorded hand-off rule
   (:func:`chakra.link.evidence.inter_thread_and_gaps`).
@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Optional
 
-from chakra.ingest.edges import Edge, EdgeKind, Number
+from chakra.ingest.edges import TAIL_WAIT, Edge, EdgeKind, Number
 from chakra.link.linked_trace import GpuNode
 from chakra.link.nesting import NO_PARENT, ThreadNesting
 
@@ -41,8 +41,10 @@ THREAD_WAKE = "inferred:thread_wake"
 #: than its known dependencies allow it must start, for each rule.
 STREAM_TOLERANCE_US = 10.0
 #: A thread wakes up slower: the interpreter runs between the wait's return and the next op
-#: (30-160 µs on the real gloo recordings of tests/data/pytorch213/gloo_net, 2 busy cores).
-THREAD_TOLERANCE_US = 200.0
+#: (30 µs to 2.6 ms on the gloo recordings of tests/data/pytorch213/gloo_net, 2 busy cores);
+#: the thread must have waited ``_WAIT_TO_WAKE`` times longer before that end than after.
+THREAD_TOLERANCE_US = 5000.0
+_WAIT_TO_WAKE = 4.0
 #: The least idle time before a nested host op that can be a wait on another thread.
 _MIN_THREAD_WAIT_US = 50.0
 #: Float noise of µs timestamps written with 3 decimals: an end this much after a start is
@@ -100,24 +102,62 @@ def thread_resume_edges(
             if start - low <= _MIN_THREAD_WAIT_US:
                 continue
             found = _latest(ends, end_times, start, THREAD_TOLERANCE_US, low, thread)
-            # the thread waited at least as long before that end as it took to resume
-            if found is not None and found[0] - low >= start - found[0]:
+            # the thread waited much longer before that end than it took to resume
+            if found is not None and found[0] - low >= _WAIT_TO_WAKE * (start - found[0]):
                 edges.append(Edge(EdgeKind.INTER_THREAD, found[1], host_id, THREAD_RESUME))
     return edges
 
 
-def thread_wake_edges(
-    ops: Mapping[tuple, Sequence[tuple[Number, Number, int, bool]]], recorded: Iterable[Edge]
+def tail_wait_edges(
+    nestings: Mapping[tuple, ThreadNesting],
+    host_of: Mapping[int, int],
+    top: Mapping[tuple, Sequence[tuple[Number, Number, int, bool]]],
 ) -> list[Edge]:
-    """``inferred:thread_wake`` edges into top-level host ops that no recorded hand-off
-    reaches: each Kineto thread's first op, or one after more than 50 µs idle, depends on
-    the linked op of another thread (at any depth) that ended last before it started,
-    within its idle time. ``ops``: every linked op per Kineto thread as (start, end, host
-    id, top-level). A gloo worker the host ET has no thread for is woken by work enqueued
-    inside ``c10d::allreduce_`` on the main thread: no top-level op of the main thread
-    (all inside ``## step N ##``) ended in its idle time."""
-    reached = {e.dst for e in recorded if e.kind is EdgeKind.INTER_THREAD}
-    ends = sorted((row[1], thread, row[2]) for thread, rows in ops.items() for row in rows)
+    """``inferred:tail_wait`` edges: a linked host op whose own time after its last child
+    lasted more than 50 µs and ended within ``THREAD_TOLERANCE_US`` of the end of another
+    thread's top-level op, having waited 4 times longer before that end than after it,
+    waited for that op in that stretch (a ``## log_metrics ##`` annotation closing a
+    blocking collective: the wait is the end of its own time). ``dst`` is the op; the edge
+    reaches its last stretch only (the converter's last segment), so it is exempt from the
+    start-before-end check (its end is after ``src``'s by construction)."""
+    ends = sorted((row[1], thread, row[2]) for thread, rows in top.items() for row in rows)
+    end_times = [e[0] for e in ends]
+    edges = []
+    for thread, nesting in nestings.items():
+        last_child_end: dict[int, Number] = {}
+        for index in range(len(nesting.events)):
+            parent = nesting.parent[index]
+            if parent != NO_PARENT:
+                last_child_end[parent] = max(last_child_end.get(parent, 0), nesting.ends[index])
+        for index, low in last_child_end.items():
+            host_id = host_of.get(id(nesting.events[index]))
+            end = nesting.ends[index]
+            if host_id is None or end - low <= _MIN_THREAD_WAIT_US:
+                continue
+            found = _latest(ends, end_times, end, THREAD_TOLERANCE_US, low, thread)
+            if found is not None and found[0] - low >= _WAIT_TO_WAKE * (end - found[0]):
+                edges.append(Edge(EdgeKind.INTER_THREAD, found[1], host_id, TAIL_WAIT))
+    return edges
+
+
+def thread_wake_edges(
+    ops: Mapping[tuple, Sequence[tuple[Number, Number, int, bool]]],
+    recorded: Iterable[Edge],
+    steps: Collection[int] = (),
+) -> list[Edge]:
+    """``inferred:thread_wake`` edges into top-level host ops: each Kineto thread's first
+    op, or one after more than 50 µs idle, depends on the linked op of another thread (at
+    any depth) that ended last before it started, within its idle time, unless that is a
+    recorded hand-off already (which looks at other threads' top-level ops only). ``ops``:
+    every linked op per Kineto thread as (start, end, host id, top-level). A gloo worker is
+    woken by work enqueued inside ``c10d::allreduce_`` on the main thread, which may sit
+    inside ``## step N ##`` or ``## log_metrics ##``: no top-level op ended then. ``steps``:
+    the ``ProfilerStep#N`` ops, never a cause (a step's end only marks the profiler's)."""
+    reached = {(e.src, e.dst) for e in recorded if e.kind is EdgeKind.INTER_THREAD}
+    ends = sorted(
+        (row[1], thread, row[2]) for thread, rows in ops.items() for row in rows
+        if row[2] not in steps
+    )  # fmt: skip
     end_times = [e[0] for e in ends]
     edges = []
     for thread, rows in ops.items():
@@ -126,9 +166,9 @@ def thread_wake_edges(
             if not top:
                 continue
             low = float("-inf") if previous_end is None else previous_end
-            if host_id not in reached and start - low > _MIN_THREAD_WAIT_US:
+            if start - low > _MIN_THREAD_WAIT_US:
                 source = _latest_end(ends, end_times, start, float("inf"), low, thread)
-                if source is not None:
+                if source is not None and (source, host_id) not in reached:
                     edges.append(Edge(EdgeKind.INTER_THREAD, source, host_id, THREAD_WAKE))
             previous_end = end if previous_end is None else max(previous_end, end)
     return edges

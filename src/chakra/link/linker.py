@@ -26,8 +26,10 @@ from chakra.link.evidence import (
 )
 from chakra.link.gpu_link import GpuLinker
 from chakra.link.inferred import (
+    TAIL_WAIT,
     is_inferred,
     stream_resume_edges,
+    tail_wait_edges,
     thread_resume_edges,
     thread_wake_edges,
 )
@@ -164,7 +166,10 @@ def _checked(
 ) -> tuple[dict[str, int], list[Edge]]:
     """The edges the measured times contradict, by kind (noted), and the others."""
     host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
-    contradictions, kept = edge_contradictions(edges, host_times, gpu_nodes)
+    tails = [e for e in edges if e.via_api == TAIL_WAIT]  # into an op's end: consistent
+    checked = [e for e in edges if e.via_api != TAIL_WAIT]
+    contradictions, kept = edge_contradictions(checked, host_times, gpu_nodes)
+    kept += tails
     if contradictions:
         shown = ", ".join(f"{count} {kind}" for kind, count in contradictions.items())
         notes.append(f"evidence contradicting the measured times (not written): {shown}")
@@ -222,7 +227,11 @@ def _dependencies(
         gpu_edges += stream_resume_edges(gpu_nodes, event_waits)
         top = timeline.top_level()
         thread_edges += thread_resume_edges(timeline.nestings, timeline.host_of, top)
-        thread_edges += thread_wake_edges(timeline.ops, thread_edges)
+        thread_edges += tail_wait_edges(timeline.nestings, timeline.host_of, top)
+        steps = {
+            timeline.host_of[id(s.event)] for s in device.steps if id(s.event) in timeline.host_of
+        }
+        thread_edges += thread_wake_edges(timeline.ops, thread_edges, steps)
     return _Dependencies(gpu_edges, thread_edges, inter_thread, gaps, syncs.not_blocking)
 
 

@@ -15,8 +15,7 @@ import msgspec
 import numpy as np
 
 from chakra.errors import ChakraError, ScaleRuleError
-from chakra.simulate.resources import gpu_mask
-from chakra.simulate.selection import QUALIFIER, Qualifiers, with_instance_facts
+from chakra.simulate.selection import QUALIFIER, Qualifiers, class_mask, with_instance_facts
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import PathEntry, SimResult
 from chakra.simulate.times import rerun
@@ -108,12 +107,7 @@ def _class_mask(graph: SimGraph, target: str) -> np.ndarray:
     if target in ("delay", "idle"):
         name = DELAY if target == "delay" else IDLE
         return np.fromiter((n == name for n in graph.names), bool, len(graph.names))
-    resource = np.frombuffer(graph.resource, dtype=np.int64)
-    on_gpu = gpu_mask(graph.resources)[resource]  # NO_RESOURCE (-1) picks the extra False
-    comm = np.zeros(len(resource), bool)
-    comm[list(graph.comm)] = True
-    mask = {"compute": ~comm, "comm": comm, "cpu": ~on_gpu, "gpu": on_gpu}[target]
-    return mask & ~unexplained
+    return class_mask(graph, target) & ~unexplained
 
 
 def scaled_graphs(

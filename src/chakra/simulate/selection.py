@@ -15,6 +15,9 @@ outside brackets (``--what-if`` splits its rules at the other commas):
   ancestors are its launching op and that op's; a later segment of a host op (``segment_of``)
   has the op's. A parent the converter left out (it would close a cycle) ends the chain.
 * ``@rank:0``, ``@rank:0|2``, ``@rank:4-7``: only on these ranks (given once).
+* ``@class:gpu`` (``compute``, ``comm``, ``cpu`` or ``gpu``): also in that class, so
+  ``compute@class:gpu`` is the GPU ops that do not communicate (kernels, copies) and
+  ``comm@class:cpu`` the host collectives (gloo).
 
 What they read, and its cost: names, parents (each node's first ``ctrl_deps``) and
 ``segment_of`` are in :class:`~chakra.simulate.sim_graph.SimGraph` already; input shapes are
@@ -39,13 +42,16 @@ import numpy as np
 
 from chakra.errors import ScaleRuleError
 from chakra.simulate.node_files import read_nodes
+from chakra.simulate.resources import gpu_mask
 from chakra.simulate.sim_graph import SimGraph
 
 #: Where a qualifier starts: ``@`` then a word and a colon (another ``@`` is part of a name).
 QUALIFIER = re.compile(r"@(?=[A-Za-z_]+:)")
-KINDS = ("shape", "scope", "rank")
+KINDS = ("shape", "scope", "rank", "class")
 _EXAMPLES = {"shape": "@shape:[8,256] or @shape:[[8,256],[256,512]]",
-             "scope": "@scope:*layers.1*", "rank": "@rank:0, @rank:0|2 or @rank:4-7"}  # fmt: skip
+             "scope": "@scope:*layers.1*", "rank": "@rank:0, @rank:0|2 or @rank:4-7",
+             "class": "@class:gpu (compute, comm, cpu or gpu)"}  # fmt: skip
+_CLASSES = ("compute", "comm", "cpu", "gpu")
 _X_SHAPE = re.compile(r"(?:\d+|\*)(?:x(?:\d+|\*))*")
 _RANK = re.compile(r"(\d+)(?:-(\d+))?")
 _MAX_ID = (1 << 63) - 1
@@ -105,30 +111,33 @@ class Qualifiers(msgspec.Struct, frozen=True):
     shapes: tuple[ShapePattern, ...] = ()
     scopes: tuple[str, ...] = ()
     ranks: tuple[RankSpan, ...] = ()
+    classes: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, parts: Sequence[str]) -> Qualifiers:
         """From the texts after each ``@`` (``shape:[8,16]``). Raises ScaleRuleError saying
         what is wrong with the first bad one."""
-        shapes, scopes, ranks = [], [], None
+        shapes, scopes, ranks, classes = [], [], None, []
         for part in parts:
             word, _, value = part.partition(":")
             if word not in KINDS:
                 raise ScaleRuleError(
-                    f"unknown qualifier @{word}: (expected @shape:, @scope: or @rank:)"
+                    f"unknown qualifier @{word}: (expected @shape:, @scope:, @rank: or @class:)"
                 )
             value = value.strip()
-            if not value:
-                raise ScaleRuleError(f"@{word}: needs a value, e.g. {_EXAMPLES[word]}")
+            if not value or (word == "class" and value not in _CLASSES):
+                raise ScaleRuleError(f"@{word}:{value} needs a value, e.g. {_EXAMPLES[word]}")
             if word == "shape":
                 shapes.append(ShapePattern.parse(value))
             elif word == "scope":
                 scopes.append(value)
+            elif word == "class":
+                classes.append(value)
             elif ranks is not None:
                 raise ScaleRuleError("@rank: is given twice; name several ranks as @rank:0|2")
             else:
                 ranks = _rank_spans(value)
-        return cls(tuple(shapes), tuple(scopes), ranks or ())
+        return cls(tuple(shapes), tuple(scopes), ranks or (), tuple(classes))
 
     def on_rank(self, rank: int) -> bool:
         """Whether nodes of ``rank`` can match."""
@@ -139,6 +148,8 @@ class Qualifiers(msgspec.Struct, frozen=True):
         input shapes from the graph's file when it has none (:func:`with_instance_facts`)."""
         if not self.on_rank(graph.rank):
             return np.zeros_like(mask)
+        for name in self.classes:
+            mask = mask & class_mask(graph, name)
         if not (self.shapes or self.scopes) or not mask.any():
             return mask
         graph = with_instance_facts(graph, [self])
@@ -149,6 +160,18 @@ class Qualifiers(msgspec.Struct, frozen=True):
         for scope in self.scopes:
             out &= _scope_mask(graph, scope, owner)
         return out
+
+
+def class_mask(graph: SimGraph, name: str) -> np.ndarray:
+    """The nodes of class ``name``: ``comm`` the communication nodes, ``compute`` the
+    others; ``gpu`` the nodes on a GPU stream, ``cpu`` the others."""
+    if name in ("comm", "compute"):
+        comm = np.zeros(len(graph.ids), bool)
+        comm[list(graph.comm)] = True
+        return comm if name == "comm" else ~comm
+    resource = np.frombuffer(graph.resource, dtype=np.int64)
+    on_gpu = gpu_mask(graph.resources)[resource]  # NO_RESOURCE (-1) picks the extra False
+    return on_gpu if name == "gpu" else ~on_gpu
 
 
 def _rank_spans(text: str) -> tuple[RankSpan, ...]:
