@@ -95,3 +95,28 @@ def test_groups_on_one_file_only_are_said_not_compared(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert "no process group is used by two files: nothing compared" in result.stdout
     assert "used by one file only, not compared: 1, 2" in result.stdout
+
+
+def test_ranks_whose_collectives_agree_but_cannot_meet(tmp_path: Path) -> None:
+    # the same two all-reduces in the same group, same type and size, but rank 0 issues
+    # #0 (node 1) only after #1 (node 2) completed, while rank 1 issues them in order: #1
+    # waits for rank 1, which waits at #0 for rank 0: a replay deadlocks. Before, validate
+    # compared the sequences only and said ok.
+    rank0 = write(tmp_path / "r0.et", [coll(1, 0, 64, deps=(2,)), coll(2, 0, 64)])
+    rank1 = write(tmp_path / "r1.et", [coll(1, 0, 64), coll(2, 0, 64, deps=(1,))])
+    results = [check_file(p, ValidationOptions()) for p in (rank0, rank1)]
+    assert cross_rank_mismatches(results) == []
+    result = validate(rank0, rank1)
+    assert result.returncode == 1
+    assert "cross-rank: the ranks replay together: no, their collectives cannot all meet:" in (
+        result.stdout
+    )
+    assert "deadlock: communication #0 of group '1'" in result.stdout
+    assert "cannot all meet" in result.stderr and len(result.stderr.splitlines()) == 1
+    document = json.loads(validate("--json", rank0, rank1).stdout)
+    assert document["meet"] is False and "deadlock" in document["meet_error"]
+    # in order on both ranks, they meet
+    fine = write(tmp_path / "r0ok.et", [coll(1, 0, 64), coll(2, 0, 64, deps=(1,))])
+    ok = validate(fine, rank1)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "cross-rank: the ranks replay together: yes" in ok.stdout

@@ -20,6 +20,7 @@ from chakra.tools.validate_files import (
     check_file,
     cross_rank,
     format_text,
+    meeting_check,
     mismatches_of,
     to_json,
 )
@@ -98,17 +99,28 @@ def _validate(args: argparse.Namespace) -> None:
     results = [check_file(path, options) for path in args.files]
     agreement = cross_rank(results)
     mismatches = mismatches_of(agreement, results) if len(results) > 1 else []
+    failed = sum(not r.ok for r in results)
+    together = len(results) > 1 and not failed and not mismatches and agreement.compared
+    never_meet = meeting_check(args.files) if together else None
     if args.json:
-        print(json.dumps(to_json(results, mismatches, agreement), indent=1))
+        document = to_json(results, mismatches, agreement)
+        if together:
+            document["meet"] = never_meet is None
+            document["meet_error"] = never_meet
+        print(json.dumps(document, indent=1))
     else:
         print("\n".join(format_text(results, mismatches, agreement=agreement)))
-    failed = sum(not r.ok for r in results)
-    if failed or mismatches:
+        if together:
+            print("cross-rank: the ranks replay together: " + ("yes" if never_meet is None
+                  else f"no, their collectives cannot all meet: {never_meet}"))  # fmt: skip
+    if failed or mismatches or never_meet:
         parts = []
         if failed:
             parts.append(f"{failed} of {len(results)} files failed validation")
         if mismatches:
             parts.append(f"{len(mismatches)} process groups differ across ranks")
+        if never_meet:
+            parts.append("the ranks' collectives cannot all meet (a replay deadlocks)")
         raise ValidationFailedError("; ".join(parts))
 
 

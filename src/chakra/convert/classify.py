@@ -170,11 +170,12 @@ class Classifier:
 
     def is_host_collective(self, node: EtPlusNode) -> bool:
         """Collectives of CPU backends: the ``gloo:*`` ops if the trace has them (a job can
-        use gloo beside NCCL, e.g. for CPU tensors: gloo still communicates on the host);
+        use gloo beside NCCL, e.g. for CPU tensors: gloo still communicates on the host;
+        there, only the timed ones, whose place on their thread is known);
         else, when no GPU kernel communicates, the ``c10d::*`` ones. With NCCL, the kernels
         are the communication and the ``c10d::*`` ops only launch them."""
-        if self.gpu_collectives and not self.host_collectives_are_gloo:
-            return False
+        if self.gpu_collectives and (not self.host_collectives_are_gloo or node.ts is None):
+            return False  # beside NCCL, an untimed gloo op (not linked) would meet blind
         prefix = "gloo:" if self.host_collectives_are_gloo else "c10d::"
         return node.name.startswith(prefix) and kind_from_name(node.name) is not None
 

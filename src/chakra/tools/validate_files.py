@@ -22,6 +22,7 @@ from chakra.et.graph_checks import ValidationOptions, ValidationReport, validate
 from chakra.fileio.json_document import JsonDocument
 from chakra.ranks import Agreement, CommRecord, agree
 from chakra.ranks.files import recording
+from chakra.simulate import SimOptions, load_graph, simulate
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,20 @@ def cross_rank_mismatches(results: Sequence[FileResult]) -> list[Mismatch]:
 def mismatches_of(agreement: Agreement, results: Sequence[FileResult]) -> list[Mismatch]:
     names = "; ".join(f"rank {r} = {result.path}" for r, result in enumerate(results))
     return [Mismatch(d.pg_name, f"{d.message()} ({names})") for d in agreement.disagreements]
+
+
+def meeting_check(paths: Sequence[PathLike]) -> Optional[str]:
+    """Whether the files (rank = position) can replay together: every rank reaches each
+    collective of its groups in an order the others can follow. Two ranks whose sequences
+    agree can still never meet (rank 0's first collective depends on its second, which
+    rank 1 only reaches after the first): the replay finds it, as a deadlock naming the
+    ranks and nodes. None when they meet; the one-line reason otherwise."""
+    try:
+        graphs = [load_graph(path, rank) for rank, path in enumerate(paths)]
+        simulate(graphs, SimOptions(explain=False))
+    except ChakraError as exc:
+        return str(exc)
+    return None
 
 
 def agreement_lines(agreement: Agreement, files: int) -> list[str]:
