@@ -119,12 +119,16 @@ def job_makespan_us(folder: Path, ranks: int) -> float:
 
 
 def converted_graphs(folder: Path, ranks: int, work: Path) -> list:
-    """Link and convert every rank of the speed-1 recording (in memory)."""
+    """Link and convert every rank of the speed-1 recording (in memory), with what the
+    ranks' agreement fills (chakra_pipeline rewrites the files so, chakra_sim reads them
+    so: e.g. 1.0.1 sub-groups of one name told apart)."""
     from chakra.convert import ConvertOptions, convert_et_plus
     from chakra.convert.et_plus_input import load_et_plus
     from chakra.ingest import load_device_trace, load_host_trace
     from chakra.link import LinkOptions, link_traces
     from chakra.link.et_plus import write_et_plus
+    from chakra.ranks import agree, patched
+    from chakra.ranks.files import record_of
 
     graphs = []
     for rank in range(ranks):
@@ -134,7 +138,11 @@ def converted_graphs(folder: Path, ranks: int, work: Path) -> list:
         et_plus = work / f"rank{rank}.et_plus.json"
         write_et_plus(linked, et_plus)
         graphs.append(convert_et_plus(load_et_plus(et_plus), ConvertOptions()).nodes)
-    return graphs
+    agreement = agree([[r for r in map(record_of, nodes) if r is not None] for nodes in graphs])
+    return [
+        list(patched(nodes, agreement.fills[rank])) if agreement.fills.get(rank) else nodes
+        for rank, nodes in enumerate(graphs)
+    ]
 
 
 def job_span_us(result: SimResult) -> float:

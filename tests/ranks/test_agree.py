@@ -17,6 +17,20 @@ def test_a_sub_group_name_used_by_every_rank_is_split_into_consecutive_blocks() 
     assert result.counts == {"groups split by consecutive ranks": 2}
 
 
+def test_a_last_rank_alone_in_its_sub_group_gets_a_block_of_its_own() -> None:
+    # a 1.0.1 pair group over 5 ranks: ranks 0-3 say size 2, rank 4 (no partner) says 1;
+    # before, the sizes disagreed and nothing was split: rank 4's collectives met ranks 0-3's
+    ranks = [[coll(1, 2, 64, "1", pg_size=2)] for _ in range(4)]
+    ranks.append([coll(1, 7, 32, "1", pg_size=1)])
+    result = agree(ranks)
+    assert result.fills == {2: {1: Fill(pg_name="2")}, 3: {1: Fill(pg_name="2")},
+                            4: {1: Fill(pg_name="3")}}  # fmt: skip
+    assert result.disagreements == []
+    # sizes that do not tile the ranks split nothing
+    odd = [[coll(1, 2, 64, "1", pg_size=2)] for _ in range(3)]
+    assert agree(odd).fills == {}
+
+
 def test_orphan_placed_by_stream_then_type_and_size_filled() -> None:
     stream = (0, 9)
     rank0 = [coll(1, 5, 4096, stream=stream), coll(2, 0, 64, stream=stream)]

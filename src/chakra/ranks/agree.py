@@ -23,7 +23,7 @@ Each group's members (:attr:`Agreement.groups`) are the ranks its nodes list in
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import msgspec
@@ -181,22 +181,22 @@ def _fill_ends(lined: dict[str, dict[int, list[CommRecord]]], groups: dict[str, 
 def _split_groups(ranks: Sequence[Sequence[CommRecord]], counts: Counter, notes: list) -> list:
     """Each record's group name after splitting over-used names (see module doc)."""
     users: dict[str, set[int]] = defaultdict(set)
-    sizes: dict[str, set[int]] = defaultdict(set)
+    sizes: dict[str, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
     for rank, records in enumerate(ranks):
         for record in records:
             if record.pg_name is not None:
                 users[record.pg_name].add(rank)
                 if record.pg_size:
-                    sizes[record.pg_name].add(record.pg_size)
+                    sizes[record.pg_name][rank].add(record.pg_size)
     numbers = [int(n) for n in users if n.isdigit()]
     next_number = max(numbers, default=-1) + 1
     renamed: dict[tuple[str, int], str] = {}
     for pg in sorted(users, key=lambda n: (len(n), n)):
-        members = sorted(users[pg])
-        (size,) = sizes[pg] if len(sizes[pg]) == 1 else (0,)
-        if not size or len(members) <= size or len(members) % size:
+        blocks = _blocks(sorted(users[pg]), sizes[pg])
+        if len(blocks) < 2:
             continue
-        blocks = [members[i : i + size] for i in range(0, len(members), size)]
+        size = "/".join(sorted({str(len(b)) for b in blocks}))
+        members = sorted(users[pg])
         for index, block in enumerate(blocks):
             name = pg if index == 0 else str(next_number + index - 1)
             renamed.update(((pg, rank), name) for rank in block)
@@ -214,6 +214,23 @@ def _split_groups(ranks: Sequence[Sequence[CommRecord]], counts: Counter, notes:
         ]
         for rank, records in enumerate(ranks)
     ]
+
+
+def _blocks(members: list[int], sizes: Mapping[int, set[int]]) -> list[list[int]]:
+    """``members`` cut into blocks of consecutive ranks, each as large as its ranks say their
+    group is (a 1.0.1 pair group on 5 ranks: sizes 2, 2, 2, 2, 1 give [0, 1], [2, 3], [4]);
+    one block when a rank's size is unknown or several, or the sizes do not tile."""
+    blocks: list[list[int]] = []
+    i = 0
+    while i < len(members):
+        said = sizes.get(members[i], set())
+        size = next(iter(said)) if len(said) == 1 else 0
+        block = members[i : i + size]
+        if not size or len(block) < size or any(sizes.get(r) != {size} for r in block):
+            return [members]
+        blocks.append(block)
+        i += size
+    return blocks
 
 
 def _place_orphans(ranks: Sequence[Sequence[CommRecord]], names: list, counts: Counter) -> list:

@@ -21,8 +21,8 @@ from chakra.et.contradictions import get_contradictions
 from chakra.et.graph_checks import ValidationOptions, ValidationReport, validate_nodes
 from chakra.fileio.json_document import JsonDocument
 from chakra.ranks import Agreement, CommRecord, agree
-from chakra.ranks.files import recording
-from chakra.simulate import SimOptions, load_graph, simulate
+from chakra.ranks.files import load_agreed, recording
+from chakra.simulate import SimOptions, simulate
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,8 @@ def meeting_check(paths: Sequence[PathLike]) -> Optional[str]:
     agree can still never meet (rank 0's first collective depends on its second, which
     rank 1 only reaches after the first): the replay finds it, as a deadlock naming the
     ranks and nodes. None when they meet; the one-line reason otherwise."""
-    try:
-        graphs = [load_graph(path, rank) for rank, path in enumerate(paths)]
-        simulate(graphs, SimOptions(explain=False))
+    try:  # as chakra_sim reads them: with what peers fill (e.g. 1.0.1 sub-groups)
+        simulate(load_agreed(paths), SimOptions(explain=False))
     except ChakraError as exc:
         return str(exc)
     return None
