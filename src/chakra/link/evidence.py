@@ -20,6 +20,7 @@ from chakra.ingest.vocabulary import (
     copy_direction,
     runtime_kind,
 )
+from chakra.link.inferred import SYNC_RESUME, sync_resume_source
 from chakra.link.linked_trace import Edge, EdgeKind, GpuNode, Number
 from chakra.link.nesting import ThreadNesting
 
@@ -97,7 +98,7 @@ def event_wait_edges(
     return edges
 
 
-def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes) -> list:
+def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes, infer) -> list:
     kind = runtime_kind(call.name)
     instant = call.ts_us or 0
     if kind is RuntimeKind.MEMCPY:  # a copy the call waits for (see _waits_for_its_copy)
@@ -105,22 +106,34 @@ def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes) 
         return [node] if node is not None else []
     if kind is RuntimeKind.SYNC_STREAM and sync is not None and sync.stream not in (None, -1):
         keys = index.streams_of(sync.stream)
-    elif kind is RuntimeKind.SYNC_EVENT:
-        if sync is None or sync.args.wait_on_stream in (None, -1):
-            notes.append(f"{call.name} (correlation {call.correlation}): event unknown")
-            return []
+    elif (
+        kind is RuntimeKind.SYNC_EVENT
+        and sync is not None
+        and sync.args.wait_on_stream
+        not in (
+            None,
+            -1,
+        )
+    ):
         record = calls.get(sync.args.wait_on_event_correlation)
         keys = index.streams_of(sync.args.wait_on_stream)
         instant = record.ts_us or 0 if record is not None else instant
     else:
-        if kind is RuntimeKind.SYNC_STREAM:
-            notes.append(
-                f"{call.name} (correlation {call.correlation}): stream unknown, "
-                "treated as a device-wide sync"
-            )
         keys = list(index.by_stream)
-    found = (index.last_launched_before(key, instant) for key in keys)
-    return [node for node in found if node is not None]
+    found = [n for n in (index.last_launched_before(key, instant) for key in keys) if n]
+    if kind in (RuntimeKind.SYNC_STREAM, RuntimeKind.SYNC_EVENT) and len(keys) > 1:
+        waited = sync_resume_source(call, found) if infer else None  # no record of what
+        what = "stream" if kind is RuntimeKind.SYNC_STREAM else "event"
+        if waited is not None:
+            notes.append(f"{call.name} (correlation {call.correlation}): {what} unknown, "
+                         "waited for the GPU op it returned at (inferred from timing)")  # fmt: skip
+            return [waited]
+        if kind is RuntimeKind.SYNC_EVENT:
+            notes.append(f"{call.name} (correlation {call.correlation}): event unknown")
+            return []
+        notes.append(f"{call.name} (correlation {call.correlation}): stream unknown, "
+                     "treated as a device-wide sync")  # fmt: skip
+    return found
 
 
 def _waits_for_its_copy(
@@ -162,12 +175,15 @@ def host_sync_edges(
     timeline: HostTimeline,
     calls: Mapping[int, KinetoEvent],
     notes: list[str],
+    infer: bool = True,
 ) -> HostSyncs:
     """GPU op -> the host op that could only run after it: for each synchronising call
     (device, stream and event synchronize; a copy call that waits for its copy, see
     :func:`_waits_for_its_copy`), the last op launched before it on each stream it waits
     for (for a copy: the copy itself) -> the next host op on the calling thread after the
-    call (None when nothing follows). ``via`` is the synchronising call."""
+    call (None when nothing follows). ``via`` is the synchronising call. With ``infer``, a
+    stream or event synchronize the trace does not say the stream of waits for the op it
+    returned at (``inferred:sync_resume``, :func:`chakra.link.inferred.sync_resume_source`)."""
     syncs = {s.args.correlation: s for s in device.cuda_syncs if s.args.correlation is not None}
     by_correlation = {n.event.correlation: n for n in gpu_nodes if n.event.correlation is not None}
     kinds = (RuntimeKind.SYNC_DEVICE, RuntimeKind.SYNC_STREAM, RuntimeKind.SYNC_EVENT)
@@ -179,17 +195,24 @@ def host_sync_edges(
         ):
             continue
         sources = _sync_sources(
-            call, syncs.get(call.correlation), index, calls, by_correlation, notes
+            call, syncs.get(call.correlation), index, calls, by_correlation, notes, infer
         )
         dst = timeline.next_after(call)
         host = timeline.enclosing(call)
+        resolved = len(sources) == 1 and syncs.get(call.correlation) is None
+        via = call.name
+        if resolved and runtime_kind(call.name) in (
+            RuntimeKind.SYNC_STREAM,
+            RuntimeKind.SYNC_EVENT,
+        ):
+            via = f"{SYNC_RESUME} ({call.name})"
         for node in sources:
             edges.append(
                 Edge(
                     EdgeKind.HOST_SYNC,
                     node.node_id,
                     dst,
-                    call.name,
+                    via,
                     call.correlation,
                     call.ts_us,
                     call.end_us,

@@ -30,6 +30,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Optional
 
+from chakra.ingest.device_model import KinetoEvent
 from chakra.ingest.edges import TAIL_WAIT, Edge, EdgeKind, Number
 from chakra.link.linked_trace import GpuNode
 from chakra.link.nesting import NO_PARENT, ThreadNesting
@@ -37,6 +38,7 @@ from chakra.link.nesting import NO_PARENT, ThreadNesting
 STREAM_RESUME = "inferred:stream_resume"
 THREAD_RESUME = "inferred:thread_resume"
 THREAD_WAKE = "inferred:thread_wake"
+SYNC_RESUME = "inferred:sync_resume"
 #: How close (µs) a start must follow the end it is taken to wait for, and how much later
 #: than its known dependencies allow it must start, for each rule.
 STREAM_TOLERANCE_US = 10.0
@@ -55,6 +57,20 @@ _SAME_INSTANT_US = 0.001
 def is_inferred(edge: Edge) -> bool:
     """Whether ``edge`` was inferred from timing (its ``via`` names the rule)."""
     return edge.via_api is not None and edge.via_api.startswith("inferred:")
+
+
+def sync_resume_source(call: KinetoEvent, candidates: Sequence[GpuNode]) -> Optional[GpuNode]:
+    """``inferred:sync_resume``: of the last ops launched before a stream or event
+    synchronize whose stream or event the trace does not record (``candidates``, one per
+    stream), the one it waited for: the latest ending at most ``STREAM_TOLERANCE_US``
+    before the call returned (and after it began). None when no op's end explains the
+    return (the call did not block: every stream is then assumed, as before)."""
+    begin, end = call.ts_us or 0, call.end_us
+    ending = [n for n in candidates if begin < _end(n) <= end + _SAME_INSTANT_US]
+    latest = max(ending, key=_end, default=None)
+    if latest is None or end - _end(latest) > STREAM_TOLERANCE_US:
+        return None
+    return latest
 
 
 def stream_resume_edges(nodes: Sequence[GpuNode], recorded: Iterable[Edge]) -> list[Edge]:

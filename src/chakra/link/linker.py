@@ -220,7 +220,7 @@ def _dependencies(
     the waits the times show (:mod:`chakra.link.inferred`)."""
     index = StreamIndex(gpu_nodes)
     thread_edges, inter_thread, gaps = inter_thread_and_gaps(timeline)
-    syncs = host_sync_edges(device, index, gpu_nodes, timeline, calls, notes)
+    syncs = host_sync_edges(device, index, gpu_nodes, timeline, calls, notes, inferred)
     event_waits = event_wait_edges(device, index, calls, notes)
     gpu_edges = [*launch_edges(gpu_nodes), *stream_order_edges(index), *event_waits, *syncs.edges]
     if inferred:
