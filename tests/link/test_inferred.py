@@ -9,6 +9,7 @@ from pathlib import Path
 from chakra.convert import ConvertOptions, convert_et_plus
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.ingest.device_model import KinetoEvent
+from chakra.ingest.edges import EARLY_END
 from chakra.link import LinkOptions, link_traces
 from chakra.link.et_plus import as_et_plus
 from chakra.link.evidence import HostTimeline
@@ -105,4 +106,22 @@ def test_a_wait_recorded_as_the_parents_self_time_is_inferred() -> None:
     short = [_event("gloo:all_reduce", 2, 45, 105)]
     nestings = {(1, 1): ThreadNesting(early), (1, 2): ThreadNesting(short)}
     host_of = {id(e): host_id for host_id, e in enumerate([*early, *short], start=10)}
+    assert thread_resume_edges(nestings, host_of, HostTimeline(nestings, host_of).top_level()) == []
+
+
+def test_a_collective_that_closed_after_the_waiting_thread_resumed() -> None:
+    # the main thread waited from 40 on in its parent's own time and resumed at 1000, while
+    # the worker's gloo:all_reduce record function closed only at 1150 (gloo closes it a
+    # while after the work completed): the collective is taken to have completed at 1000
+    main = [_event("## step 1 ##", 1, 0, 2000), _event("c10d::allreduce_", 1, 10, 30),
+            _event("aten::add_", 1, 1000, 50)]  # fmt: skip
+    worker = [_event("gloo:all_reduce", 2, 45, 1105)]
+    nestings = {(1, 1): ThreadNesting(main), (1, 2): ThreadNesting(worker)}
+    host_of = {id(e): host_id for host_id, e in enumerate([*main, *worker], start=10)}
+    edges = thread_resume_edges(nestings, host_of, HostTimeline(nestings, host_of).top_level())
+    assert [(e.src, e.dst, e.via_api, e.via_ts_us) for e in edges] == [(13, 12, EARLY_END, 1000)]
+    # not when it closed long after (more than a quarter of the wait)
+    worker[0] = _event("gloo:all_reduce", 2, 45, 1400)
+    nestings[(1, 2)] = ThreadNesting(worker)
+    host_of = {id(e): host_id for host_id, e in enumerate([*main, *worker], start=10)}
     assert thread_resume_edges(nestings, host_of, HostTimeline(nestings, host_of).top_level()) == []

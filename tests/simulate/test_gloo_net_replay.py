@@ -23,10 +23,12 @@ from chakra.simulate import ScaleRule, SimGraph, build_graph, simulate, what_if
 from tests.link.test_real_traces import FIXTURES
 
 NET = FIXTURES / "gloo_net"
-#: (recording, ranks, the share of each rank's measured wait that comm=0 must remove). Four
-#: ranks on two cores also wait for a core, which no edge can free (about half, measured).
+#: (recording, ranks, the share of each rank's measured wait that comm=0 must remove; the
+#: rest is the waiting thread's wake-up, CPU work the estimate counts as wait, and with 4
+#: ranks on 2 cores the waits for a core: measured 96-98% with 2 ranks and on the slow
+#: network, 76-81% for 4 ranks on the fast one)
 RECORDINGS = [("gloo2_fast_r1", 2, 0.9), ("gloo2_slow_r1", 2, 0.9),
-              ("gloo4_fast_r1", 4, 0.4), ("gloo4_slow_r1", 4, 0.4)]  # fmt: skip
+              ("gloo4_fast_r1", 4, 0.7), ("gloo4_slow_r1", 4, 0.9)]  # fmt: skip
 
 
 def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:

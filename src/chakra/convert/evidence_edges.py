@@ -13,10 +13,12 @@ from typing import Optional
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace
 from chakra.convert.graph import Graph
 from chakra.convert.segments import Segmentation
-from chakra.ingest.edges import TAIL_WAIT, EdgeKind
+from chakra.ingest.edges import EARLY_END, TAIL_WAIT, EdgeKind
 
 
-def _waiting_parent(src: int, dst: Optional[int], by_id, graph: Graph, segments) -> None:
+def _waiting_parent(
+    src: int, dst: Optional[int], by_id, graph: Graph, segments, ended_at=None
+) -> None:
     """A thread that waited for another inside an op (the main thread in ``ProfilerStep`` or
     ``## backward ##`` while the autograd thread runs): the op's own time right before the
     waiting child starts when the other thread's op ended, and depends on it."""
@@ -29,6 +31,11 @@ def _waiting_parent(src: int, dst: Optional[int], by_id, graph: Graph, segments)
         return
     last = segments.segments.get(src)
     ended = last[-1].end if last else source.end  # the node the edge leaves from
+    if ended_at is not None:  # a collective that completed before it closed: its own id
+        segment = segments.wait_before(parent, waiting.ts, ended_at)
+        if segment is not None:
+            graph.add(src, segment, "inter_thread")
+        return
     segment = segments.wait_before(parent, waiting.ts, ended)
     if segment is not None:
         graph.add(segments.last(src), segment, "inter_thread")
@@ -72,6 +79,11 @@ def evidence(
                 graph.add(dep.src, inside if inside is not None else dep.dst, kind.value)
             elif kind is EdgeKind.INTER_THREAD and dep.via_api == TAIL_WAIT:
                 _waiting_tail(dep.src, dep.dst, by_id, graph, segments)
+            elif kind is EdgeKind.INTER_THREAD and dep.via_api == EARLY_END:
+                # from the collective's segment that ends when its work completed (its id)
+                dst = segments.first(dep.dst) if dep.dst is not None else None
+                graph.add(dep.src, dst, kind.value)
+                _waiting_parent(dep.src, dep.dst, by_id, graph, segments, dep.via_ts_us)
             elif kind is EdgeKind.INTER_THREAD:
                 dst = segments.first(dep.dst) if dep.dst is not None else None
                 graph.add(segments.last(dep.src), dst, kind.value)

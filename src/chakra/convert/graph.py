@@ -17,7 +17,7 @@ import msgspec
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, Number
 from chakra.convert.segments import Segment, Segmentation, SyncCall, cut_points
 from chakra.ingest.device_model import CLOCK_RESOLUTION_US
-from chakra.ingest.edges import EdgeKind
+from chakra.ingest.edges import EARLY_END, EdgeKind
 from chakra.ingest.vocabulary import PROCESS_ROOT_NAMES, THREAD_ROOT_NAMES
 
 
@@ -188,6 +188,11 @@ def _split_timed_ops(
     calls it made (:meth:`Segmentation.split`)."""
     calls = sync_calls(trace, by_id)
     cuts = cut_points(trace.nodes, calls)
+    completed: dict[int, Number] = {}  # collective -> when its work completed, if before
+    for dep in trace.link.dependencies if trace.link is not None else ():
+        if dep.via_api == EARLY_END and dep.via_ts_us is not None:
+            cuts.setdefault(dep.src, []).append(dep.via_ts_us)
+            completed[dep.src] = min(completed.get(dep.src, dep.via_ts_us), dep.via_ts_us)
     resumes: dict[int, dict[Number, Number]] = defaultdict(dict)
     for call in calls:
         resumes[call.host][call.start] = call.resumed
@@ -199,6 +204,7 @@ def _split_timed_ops(
                 cuts.get(node.id, ()),
                 first,
                 anchor_last=node.id in meets_last,
+                anchor_at=completed.get(node.id),
                 resumes=resumes.get(node.id),
             )
 

@@ -53,6 +53,7 @@ class Segmentation:
         first: Mapping[int, Optional[Number]],
         anchor_last: bool = False,
         resumes: Optional[Mapping[Number, Number]] = None,
+        anchor_at: Optional[Number] = None,
     ):
         """Record ``op``'s segments and pieces (``op`` must be timed). ``children`` come in
         program order; ``first`` gives each child's earliest measured start in its subtree
@@ -62,7 +63,9 @@ class Segmentation:
         every member has arrived, so that is where it meets the other ranks). ``resumes``:
         for each synchronising call the op makes, its start -> when it stopped being
         blocked; the segment of the call starts there, so the blocked time is in no node's
-        duration (the GPU edge produces it)."""
+        duration (the GPU edge produces it). ``anchor_at`` (with ``anchor_last``): the
+        instant a collective's work completed before its record function closed: the
+        segment ending then meets instead of the last."""
         start, end = op.ts, op.end
         assert start is not None and end is not None
         points = sorted({t for t in cuts if start < t < end})
@@ -85,7 +88,7 @@ class Segmentation:
         if resumes:
             segments, pieces = self._remove_blocked(segments, pieces, resumes)
         if anchor_last and len(segments) > 1:
-            segments, pieces = self._anchor_last(op.id, segments, pieces)
+            segments, pieces = self._anchor_last(op.id, segments, pieces, anchor_at)
         self.segments[op.id] = segments
         self.pieces[op.id] = pieces
 
@@ -110,9 +113,12 @@ class Segmentation:
         ``extra`` ascend, and a replacement keeps the id at its place)."""
         self.extra[bisect_left(self._extra_ids, segment.node_id)] = segment
 
-    def _anchor_last(self, op_id: int, segments: list[Segment], pieces: list[Piece]):
-        """Give the op's id to its last segment (and the last segment's id to the first)."""
-        last = segments[-1]
+    def _anchor_last(self, op_id: int, segments: list[Segment], pieces: list[Piece], at=None):
+        """Give the op's id to its last segment, or the one ending ``at`` (and that
+        segment's id to the first)."""
+        last = next((s for s in segments if at is not None and s.end == at), segments[-1])
+        if last is segments[0]:
+            return segments, pieces
         swap = {op_id: last.node_id, last.node_id: op_id}
         renamed = {
             id(s): msgspec.structs.replace(s, node_id=swap.get(s.node_id, s.node_id))

@@ -25,6 +25,9 @@ class EdgeKind(str, enum.Enum):
 #: ``via`` of an inferred edge into an op's last stretch of own time (after its last child),
 #: not its start (:mod:`chakra.link.inferred`; the converter waits there).
 TAIL_WAIT = "inferred:tail_wait"
+#: ``via`` of an inferred edge from a collective whose work completed (at ``via_ts``) before
+#: its record function closed: the converter cuts the collective there and meets there.
+EARLY_END = "inferred:early_end"
 
 
 class Edge(msgspec.Struct, frozen=True, gc=False):

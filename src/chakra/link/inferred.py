@@ -31,7 +31,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Optional
 
 from chakra.ingest.device_model import KinetoEvent
-from chakra.ingest.edges import TAIL_WAIT, Edge, EdgeKind, Number
+from chakra.ingest.edges import EARLY_END, TAIL_WAIT, Edge, EdgeKind, Number
 from chakra.link.linked_trace import GpuNode
 from chakra.link.nesting import NO_PARENT, ThreadNesting
 
@@ -39,6 +39,8 @@ STREAM_RESUME = "inferred:stream_resume"
 THREAD_RESUME = "inferred:thread_resume"
 THREAD_WAKE = "inferred:thread_wake"
 SYNC_RESUME = "inferred:sync_resume"
+#: A CPU backend's collective record function (it may close after its work completed).
+HOST_COLLECTIVE_PREFIX = "gloo:"
 #: How close (µs) a start must follow the end it is taken to wait for, and how much later
 #: than its known dependencies allow it must start, for each rule.
 STREAM_TOLERANCE_US = 10.0
@@ -101,11 +103,13 @@ def thread_resume_edges(
     host_of: Mapping[int, int],
     top: Mapping[tuple, Sequence[tuple[Number, Number, int, bool]]],
 ) -> list[Edge]:
-    """``inferred:thread_resume`` edges into nested (not top-level) linked host ops.
-    ``top``: each Kineto thread's top-level linked ops as (start, end, host id, _)."""
+    """``inferred:thread_resume`` edges into nested (not top-level) linked host ops, else
+    ``inferred:early_end`` ones (:func:`_early_end`). ``top``: each Kineto thread's
+    top-level linked ops as (start, end, host id, _)."""
     ends = sorted((row[1], thread, row[2]) for thread, rows in top.items() for row in rows)
     end_times = [e[0] for e in ends]
     top_ids = {row[2] for rows in top.values() for row in rows}
+    collectives = _collectives(nestings, host_of)
     edges = []
     for thread, nesting in nestings.items():
         busy_until = _sibling_ends(nesting)
@@ -121,7 +125,43 @@ def thread_resume_edges(
             # the thread waited much longer before that end than it took to resume
             if found is not None and found[0] - low >= _WAIT_TO_WAKE * (start - found[0]):
                 edges.append(Edge(EdgeKind.INTER_THREAD, found[1], host_id, THREAD_RESUME))
+                continue
+            early = _early_end(collectives, start, low, thread)
+            if early is not None:
+                edges.append(Edge(EdgeKind.INTER_THREAD, early, host_id, EARLY_END,
+                                  via_ts_us=start))  # fmt: skip
     return edges
+
+
+def _collectives(nestings: Mapping[tuple, ThreadNesting], host_of: Mapping[int, int]) -> list:
+    """The top-level ``gloo:*`` ops of every thread as (end, start, thread, host id), by
+    end."""
+    out = []
+    for thread, nesting in nestings.items():
+        for index, event in enumerate(nesting.events):
+            host_id = host_of.get(id(event))
+            top = host_id is not None and nesting.parent[index] == NO_PARENT
+            if top and event.name.startswith(HOST_COLLECTIVE_PREFIX):
+                out.append((nesting.ends[index], nesting.starts[index], thread, host_id))
+    return sorted(out)
+
+
+def _early_end(collectives: list, start: Number, low: Number, own: object) -> Optional[int]:
+    """``inferred:early_end``: a thread idle since ``low`` that resumed at ``start`` while
+    another thread's collective (a ``gloo:*`` record function) was still open, closing
+    within ``THREAD_TOLERANCE_US`` after, and had been running 4 times longer before it
+    than after, waited for that collective: gloo closes the record function a while after
+    the work completed and the waiting thread was woken (2 ms on the real recordings). The
+    edge carries ``start`` (``via_ts``): the collective is taken to have completed then."""
+    k = bisect_right(collectives, (start, float("inf")))
+    while k < len(collectives) and collectives[k][0] - start <= THREAD_TOLERANCE_US:
+        end, began, thread, host_id = collectives[k]
+        late = end - start
+        waited = min(start - low, start - began)
+        if thread != own and waited >= _WAIT_TO_WAKE * late:
+            return host_id
+        k += 1
+    return None
 
 
 def tail_wait_edges(

@@ -10,6 +10,7 @@ import msgspec
 
 from chakra.errors import LinkError
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent
+from chakra.ingest.edges import EARLY_END
 from chakra.ingest.host_model import HostTrace
 from chakra.ingest.json_input import gc_paused
 from chakra.link.cpu_join import CpuJoin, join_cpu_ops, kineto_cpu_events, linkable_host_ops
@@ -166,8 +167,10 @@ def _checked(
 ) -> tuple[dict[str, int], list[Edge]]:
     """The edges the measured times contradict, by kind (noted), and the others."""
     host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
-    tails = [e for e in edges if e.via_api == TAIL_WAIT]  # into an op's end: consistent
-    checked = [e for e in edges if e.via_api != TAIL_WAIT]
+    # into an op's end, or from a collective's completion before it closed: consistent
+    exempt = (TAIL_WAIT, EARLY_END)
+    tails = [e for e in edges if e.via_api in exempt]
+    checked = [e for e in edges if e.via_api not in exempt]
     contradictions, kept = edge_contradictions(checked, host_times, gpu_nodes)
     kept += tails
     if contradictions:
