@@ -80,7 +80,8 @@ def stream_resume_edges(nodes: Sequence[GpuNode], recorded: Iterable[Edge]) -> l
     waited = {e.dst for e in recorded if e.kind is EdgeKind.EVENT_WAIT}
     by_device: dict = defaultdict(list)
     for node in nodes:
-        by_device[node.event.args.device].append(node)
+        if node.in_window:  # the others are dropped with their edges
+            by_device[node.event.args.device].append(node)
     edges = []
     for device_nodes in by_device.values():
         ends = sorted((_end(n), n.event.stream, n.node_id) for n in device_nodes)
@@ -102,6 +103,7 @@ def thread_resume_edges(
     nestings: Mapping[tuple, ThreadNesting],
     host_of: Mapping[int, int],
     top: Mapping[tuple, Sequence[tuple[Number, Number, int, bool]]],
+    levels: Optional[Mapping[tuple, Levels]] = None,
 ) -> list[Edge]:
     """``inferred:thread_resume`` edges into nested (not top-level) linked host ops, else
     ``inferred:early_end`` ones (:func:`_early_end`). ``top``: each Kineto thread's
@@ -109,16 +111,16 @@ def thread_resume_edges(
     ends = sorted((row[1], thread, row[2]) for thread, rows in top.items() for row in rows)
     end_times = [e[0] for e in ends]
     top_ids = {row[2] for rows in top.values() for row in rows}
-    collectives = _collectives(nestings, host_of)
+    levels = levels if levels is not None else levels_of(nestings, host_of)
+    collectives = _collectives(nestings, levels)
     edges = []
     for thread, nesting in nestings.items():
-        busy_until = _sibling_ends(nesting)
-        for index, event in enumerate(nesting.events):
-            host_id = host_of.get(id(event))
-            if host_id is None or host_id in top_ids or nesting.parent[index] == NO_PARENT:
+        level = levels[thread]
+        for index, host_id in level.linked:
+            if host_id in top_ids or nesting.parent[index] == NO_PARENT:
                 continue
             start = nesting.starts[index]
-            low = busy_until[index]
+            low = level.busy_until[index]
             if start - low <= _MIN_THREAD_WAIT_US:
                 continue
             found = _latest(ends, end_times, start, THREAD_TOLERANCE_US, low, thread)
@@ -133,15 +135,14 @@ def thread_resume_edges(
     return edges
 
 
-def _collectives(nestings: Mapping[tuple, ThreadNesting], host_of: Mapping[int, int]) -> list:
+def _collectives(nestings: Mapping[tuple, ThreadNesting], levels: Mapping[tuple, Levels]) -> list:
     """The top-level ``gloo:*`` ops of every thread as (end, start, thread, host id), by
     end."""
     out = []
     for thread, nesting in nestings.items():
-        for index, event in enumerate(nesting.events):
-            host_id = host_of.get(id(event))
-            top = host_id is not None and nesting.parent[index] == NO_PARENT
-            if top and event.name.startswith(HOST_COLLECTIVE_PREFIX):
+        for index, host_id in levels[thread].linked:
+            top = nesting.parent[index] == NO_PARENT
+            if top and nesting.events[index].name.startswith(HOST_COLLECTIVE_PREFIX):
                 out.append((nesting.ends[index], nesting.starts[index], thread, host_id))
     return sorted(out)
 
@@ -168,6 +169,7 @@ def tail_wait_edges(
     nestings: Mapping[tuple, ThreadNesting],
     host_of: Mapping[int, int],
     top: Mapping[tuple, Sequence[tuple[Number, Number, int, bool]]],
+    levels: Optional[Mapping[tuple, Levels]] = None,
 ) -> list[Edge]:
     """``inferred:tail_wait`` edges: a linked host op whose own time after its last child
     lasted more than 50 µs and ended within ``THREAD_TOLERANCE_US`` of the end of another
@@ -178,17 +180,14 @@ def tail_wait_edges(
     start-before-end check (its end is after ``src``'s by construction)."""
     ends = sorted((row[1], thread, row[2]) for thread, rows in top.items() for row in rows)
     end_times = [e[0] for e in ends]
+    levels = levels if levels is not None else levels_of(nestings, host_of)
     edges = []
     for thread, nesting in nestings.items():
-        last_child_end: dict[int, Number] = {}
-        for index in range(len(nesting.events)):
-            parent = nesting.parent[index]
-            if parent != NO_PARENT:
-                last_child_end[parent] = max(last_child_end.get(parent, 0), nesting.ends[index])
-        for index, low in last_child_end.items():
-            host_id = host_of.get(id(nesting.events[index]))
+        last_child_end = levels[thread].last_child_end
+        for index, host_id in levels[thread].linked:
+            low = last_child_end.get(index)
             end = nesting.ends[index]
-            if host_id is None or end - low <= _MIN_THREAD_WAIT_US:
+            if low is None or end - low <= _MIN_THREAD_WAIT_US:
                 continue
             found = _latest(ends, end_times, end, THREAD_TOLERANCE_US, low, thread)
             if found is not None and found[0] - low >= _WAIT_TO_WAKE * (end - found[0]):
@@ -230,19 +229,40 @@ def thread_wake_edges(
     return edges
 
 
-def _sibling_ends(nesting: ThreadNesting) -> list[Number]:
-    """Per event, when its thread was last busy at its level before it: the latest end of
-    an earlier sibling, else its parent's start (one pass in program order)."""
-    last_child_end: dict[int, Number] = {}
-    out = []
-    for index, start in enumerate(nesting.starts):
-        parent = nesting.parent[index]
-        if parent == NO_PARENT:
-            out.append(start)
-            continue
-        out.append(last_child_end.get(parent, nesting.starts[parent]))
-        last_child_end[parent] = max(last_child_end.get(parent, start), nesting.ends[index])
-    return out
+class Levels:
+    """What the host rules read of one thread, in one pass in program order: its linked
+    events as (index, host id); per event when the thread was last busy at its level before
+    it (``busy_until``: the latest end of an earlier sibling, else its parent's start); per
+    parent the end of its last child (``last_child_end``)."""
+
+    __slots__ = ("busy_until", "last_child_end", "linked")
+
+    def __init__(self, nesting: ThreadNesting, host_of: Mapping[int, int]) -> None:
+        starts, ends, parents = nesting.starts, nesting.ends, nesting.parent
+        self.linked = [(i, host_of[id(e)]) for i, e in enumerate(nesting.events)
+                       if id(e) in host_of]  # fmt: skip
+        last: dict[int, Number] = {}
+        busy = []
+        for index, start in enumerate(starts):
+            parent = parents[index]
+            if parent == NO_PARENT:
+                busy.append(start)
+                continue
+            busy.append(last.get(parent, starts[parent]))
+            end = ends[index]
+            if end > last.get(parent, start):
+                last[parent] = end
+            else:
+                last.setdefault(parent, start)
+        self.busy_until = busy
+        self.last_child_end = last
+
+
+def levels_of(
+    nestings: Mapping[tuple, ThreadNesting], host_of: Mapping[int, int]
+) -> dict[tuple, Levels]:
+    """:class:`Levels` of every thread (computed once, shared by the host rules)."""
+    return {thread: Levels(nesting, host_of) for thread, nesting in nestings.items()}
 
 
 def _latest_end(

@@ -29,6 +29,7 @@ from chakra.link.gpu_link import GpuLinker
 from chakra.link.inferred import (
     TAIL_WAIT,
     is_inferred,
+    levels_of,
     stream_resume_edges,
     tail_wait_edges,
     thread_resume_edges,
@@ -229,8 +230,9 @@ def _dependencies(
     if inferred:
         gpu_edges += stream_resume_edges(gpu_nodes, event_waits)
         top = timeline.top_level()
-        thread_edges += thread_resume_edges(timeline.nestings, timeline.host_of, top)
-        thread_edges += tail_wait_edges(timeline.nestings, timeline.host_of, top)
+        levels = levels_of(timeline.nestings, timeline.host_of)
+        thread_edges += thread_resume_edges(timeline.nestings, timeline.host_of, top, levels)
+        thread_edges += tail_wait_edges(timeline.nestings, timeline.host_of, top, levels)
         steps = {
             timeline.host_of[id(s.event)] for s in device.steps if id(s.event) in timeline.host_of
         }
