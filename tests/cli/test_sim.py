@@ -60,7 +60,7 @@ def test_text_prints_model_only_line_and_rule_counts(et_file: Path) -> None:
     ("gpu=-1", 2, "argument --scale: gpu=-1: factor must not be negative"),
     ("gpu=x", 2, "argument --scale: gpu=x: factor must be a number, e.g. compute=0.5"),
     ("B@shap:[1]=2", 2, "argument --scale: B@shap:[1]=2: unknown qualifier @shap: "
-                        "(expected @shape:, @scope: or @rank:)"),
+                        "(expected @shape:, @scope:, @rank: or @class:)"),
     ("B@shape:[1,a]=2", 2, "argument --scale: B@shape:[1,a]=2: @shape:[1,a] is not a shape"),
     ("B@rank:one=2", 2, "argument --scale: B@rank:one=2: @rank:one: expected @rank:0"),
 ])  # fmt: skip
