@@ -28,7 +28,9 @@ recorded steps that no main-thread ``cpu_op`` covers while a ``gloo:*`` op runs 
 thread. Gaps shorter than ``MIN_GAP_US`` are left out (interpreter time between ops, which
 also happens while a gloo op runs in the background); the estimate with every gap is printed
 beside it (``all gaps``). It undercounts a wait hidden inside a recorded op and overcounts
-Python work done between ops while a collective is in flight.
+Python work done between ops while a collective is in flight. ``net wait`` leaves out the
+part of each collective before its last member started (time a rank waited for a peer still
+busy elsewhere, which a free network does not remove).
 
     python benchmarks/real_network_what_if.py [--recordings DIR]
 
@@ -122,6 +124,31 @@ class KinetoFacts:
         self.wait_all_us = overlap_us(intervals_union(gaps), comm)
         long_gaps = [g for g in gaps if g[1] - g[0] >= MIN_GAP_US]
         self.wait_us = overlap_us(intervals_union(long_gaps), comm)
+        self.long_gaps = intervals_union(long_gaps)
+        #: (start, end, name) of each gloo op, by start: the k-th is the same collective on
+        #: every rank (checked by name)
+        self.gloo_spans = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in gloo)
+        self.net_wait_us = self.wait_us  # until net_waits() knows the peers
+
+
+def net_waits(facts: list[KinetoFacts]) -> None:
+    """Each rank's wait on the transfers alone (``net_wait_us``): its long gaps overlapping
+    its gloo ops from the last member's start of each on, not the time a rank waited for a
+    peer that had not arrived yet (that peer was busy: a free network does not remove it).
+    The k-th gloo op by start is the same collective on every rank; left as the plain wait
+    where the names disagree."""
+    counts = {len(f.gloo_spans) for f in facts}
+    if len(counts) != 1:
+        return
+    for k in range(counts.pop()):
+        if len({f.gloo_spans[k][2] for f in facts}) != 1:
+            return
+    lasts = [max(f.gloo_spans[k][0] for f in facts) for k in range(len(facts[0].gloo_spans))]
+    for f in facts:
+        windows = [(max(last, start), end) for (start, end, _), last in zip(f.gloo_spans, lasts)]
+        f.net_wait_us = overlap_us(
+            f.long_gaps, intervals_union([w for w in windows if w[1] > w[0]])
+        )
 
 
 # --------------------------------------------------------------------------- the library
@@ -209,6 +236,7 @@ def report_recording(folder: Path) -> dict[str, Any]:
     ranks = []
     for path in sorted(folder.glob("rank*.kineto.json.gz")):
         ranks.append(Rank(folder, int(path.name[4:].split(".")[0])))
+    net_waits([r.kineto for r in ranks])
     replay = Replay(ranks)
     print(f"\n== {folder.name}: {len(ranks)} ranks; simulated {replay.mode}")
     if replay.error:
@@ -221,7 +249,7 @@ def report_recording(folder: Path) -> dict[str, Any]:
     comm0 = safe(lambda: replay.run(["comm=0"]))
     print(
         f"   {'rank':>4} {'step ms':>8} {'measured ms':>11} {'simulated ms':>12} {'error %':>8} "
-        f"{'comm=0 -ms':>10} {'wait ms':>8} {'all gaps':>8} {'gloo ms':>8}"
+        f"{'comm=0 -ms':>10} {'wait ms':>8} {'net wait':>8} {'all gaps':>8} {'gloo ms':>8}"
     )
     for rank, (r, res) in enumerate(zip(ranks, replay.results)):
         k = r.kineto
@@ -233,7 +261,8 @@ def report_recording(folder: Path) -> dict[str, Any]:
         print(
             f"   {rank:>4} {statistics.mean(k.step_us) / 1e3:8.2f} {measured / 1e3:11.2f} "
             f"{res.simulated_makespan_us / 1e3:12.2f} {error:8.2f} {saved} "
-            f"{k.wait_us / 1e3:8.2f} {k.wait_all_us / 1e3:8.2f} {k.gloo_us / 1e3:8.2f}"
+            f"{k.wait_us / 1e3:8.2f} {k.net_wait_us / 1e3:8.2f} {k.wait_all_us / 1e3:8.2f} "
+            f"{k.gloo_us / 1e3:8.2f}"
         )
     if isinstance(comm0, str):
         print(f"   comm=0: {comm0}")
