@@ -98,22 +98,23 @@ def event_wait_edges(
     return edges
 
 
-def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes, infer) -> list:
+def _sync_sources(
+    call, sync, index: StreamIndex, calls, by_correlation, notes, infer
+) -> tuple[list, bool]:
+    """The GPU ops a synchronising call waited for, and whether that was inferred from
+    timing (``inferred:sync_resume``: its stream or event is not recorded)."""
     kind = runtime_kind(call.name)
     instant = call.ts_us or 0
     if kind is RuntimeKind.MEMCPY:  # a copy the call waits for (see _waits_for_its_copy)
         node = by_correlation.get(call.correlation)
-        return [node] if node is not None else []
-    if kind is RuntimeKind.SYNC_STREAM and sync is not None and sync.stream not in (None, -1):
+        return ([node] if node is not None else []), False
+    unknown = (None, -1)
+    if kind is RuntimeKind.SYNC_STREAM and sync is not None and sync.stream not in unknown:
         keys = index.streams_of(sync.stream)
     elif (
         kind is RuntimeKind.SYNC_EVENT
         and sync is not None
-        and sync.args.wait_on_stream
-        not in (
-            None,
-            -1,
-        )
+        and (sync.args.wait_on_stream not in unknown)
     ):
         record = calls.get(sync.args.wait_on_event_correlation)
         keys = index.streams_of(sync.args.wait_on_stream)
@@ -127,13 +128,13 @@ def _sync_sources(call, sync, index: StreamIndex, calls, by_correlation, notes, 
         if waited is not None:
             notes.append(f"{call.name} (correlation {call.correlation}): {what} unknown, "
                          "waited for the GPU op it returned at (inferred from timing)")  # fmt: skip
-            return [waited]
+            return [waited], True
         if kind is RuntimeKind.SYNC_EVENT:
             notes.append(f"{call.name} (correlation {call.correlation}): event unknown")
-            return []
+            return [], False
         notes.append(f"{call.name} (correlation {call.correlation}): stream unknown, "
                      "treated as a device-wide sync")  # fmt: skip
-    return found
+    return found, False
 
 
 def _waits_for_its_copy(
@@ -194,18 +195,12 @@ def host_sync_edges(
             call, by_correlation, not_blocking
         ):
             continue
-        sources = _sync_sources(
+        sources, inferred = _sync_sources(
             call, syncs.get(call.correlation), index, calls, by_correlation, notes, infer
         )
         dst = timeline.next_after(call)
         host = timeline.enclosing(call)
-        resolved = len(sources) == 1 and syncs.get(call.correlation) is None
-        via = call.name
-        if resolved and runtime_kind(call.name) in (
-            RuntimeKind.SYNC_STREAM,
-            RuntimeKind.SYNC_EVENT,
-        ):
-            via = f"{SYNC_RESUME} ({call.name})"
+        via = f"{SYNC_RESUME} ({call.name})" if inferred else call.name
         for node in sources:
             edges.append(
                 Edge(

@@ -3,22 +3,23 @@
 A wait the trace records (a CUPTI ``Stream Wait Event``, a synchronising call, a top-level
 hand-off between threads) is evidence; a wait it does not record still shows in the times:
 work that starts later than everything it is known to depend on allows, at the very moment
-another piece of work ends. Two rules, each a sort and a sweep (binary search per op):
+another piece of work ends. Each rule is a sort and a binary search per op (docs/design.md,
+"Linking", lists them with their tolerances):
 
-- ``inferred:stream_resume``: a GPU op that started more than ``STREAM_TOLERANCE_US`` after
-  both its launch call returned and its stream's previous op ended, within
-  ``STREAM_TOLERANCE_US`` of the end of an op on another stream of its device (the latest such
-  end), waited for that op: an event wait whose ``cuda_sync`` record is missing (older
-  profilers, or NCCL's internal waits).
-- ``inferred:thread_resume``: a host op nested inside another (a child of ``## step N ##``,
-  say) that started more than 50 µs after its thread was last busy at that level (its
-  previous sibling's end, else its parent's start), within ``THREAD_TOLERANCE_US`` of the end
-  of another thread's top-level op (the latest such end), having waited 4 times longer
-  before that end than after it, waited for that op: a blocking collective whose
-  ``work.wait()`` is no op of its own, its wait recorded as the parent's self time.
-  Top-level ops have the recorded hand-off rule
-  (:func:`chakra.link.evidence.inter_thread_and_gaps`).
+- ``inferred:stream_resume``: a GPU op that started later than its launch and its stream
+  allow, as another stream's op ended: an event wait without its ``cuda_sync`` record;
+- ``inferred:sync_resume``: a stream or event synchronize whose stream the trace does not
+  record waited for the GPU op it returned at (:func:`sync_resume_source`);
+- ``inferred:thread_resume``: a nested host op (a child of ``## step N ##``, say) that
+  resumed as another thread's op ended: a blocking ``work.wait()``, which records no op;
+- ``inferred:early_end``: the same, when the other thread's ``gloo:*`` record function
+  closed a little after the resume (the work had completed);
+- ``inferred:tail_wait``: an op whose own time after its last child ended as another
+  thread's op did;
+- ``inferred:thread_wake``: a thread's top-level op after idle time, woken by the op of
+  another thread (at any depth) that ended last before it.
 
+Top-level hand-offs have the recorded rule (:func:`chakra.link.evidence.inter_thread_and_gaps`).
 Each inferred edge says so in ``via`` (the rule's name); the link report counts them by kind
 and ``LinkOptions(inferred=False)`` (``--no-inferred``) leaves them out.
 """
@@ -68,9 +69,9 @@ def sync_resume_source(call: KinetoEvent, candidates: Sequence[GpuNode]) -> Opti
     before the call returned (and after it began). None when no op's end explains the
     return (the call did not block: every stream is then assumed, as before)."""
     begin, end = call.ts_us or 0, call.end_us
-    ending = [n for n in candidates if begin < _end(n) <= end + _SAME_INSTANT_US]
-    latest = max(ending, key=_end, default=None)
-    if latest is None or end - _end(latest) > STREAM_TOLERANCE_US:
+    ending = [n for n in candidates if begin < n.event.end_us <= end + _SAME_INSTANT_US]
+    latest = max(ending, key=lambda n: n.event.end_us, default=None)
+    if latest is None or end - latest.event.end_us > STREAM_TOLERANCE_US:
         return None
     return latest
 
@@ -84,18 +85,17 @@ def stream_resume_edges(nodes: Sequence[GpuNode], recorded: Iterable[Edge]) -> l
             by_device[node.event.args.device].append(node)
     edges = []
     for device_nodes in by_device.values():
-        ends = sorted((_end(n), n.event.stream, n.node_id) for n in device_nodes)
-        end_times = [e[0] for e in ends]
+        ends = _Ends((n.event.end_us, n.event.stream, n.node_id) for n in device_nodes)
         previous_end: dict = {}
         for node in sorted(device_nodes, key=lambda n: (n.event.ts_us or 0, n.node_id)):
             start, stream = node.event.ts_us or 0, node.event.stream
             allowed = max(previous_end.get(stream, float("-inf")), _launch_end(node))
-            previous_end[stream] = max(previous_end.get(stream, float("-inf")), _end(node))
+            previous_end[stream] = max(previous_end.get(stream, float("-inf")), node.event.end_us)
             if node.node_id in waited or start - allowed <= STREAM_TOLERANCE_US:
                 continue
-            source = _latest_end(ends, end_times, start, STREAM_TOLERANCE_US, allowed, stream)
-            if source is not None:
-                edges.append(Edge(EdgeKind.EVENT_WAIT, source, node.node_id, STREAM_RESUME))
+            found = ends.latest(start, STREAM_TOLERANCE_US, allowed, stream)
+            if found is not None:
+                edges.append(Edge(EdgeKind.EVENT_WAIT, found[1], node.node_id, STREAM_RESUME))
     return edges
 
 
@@ -108,8 +108,7 @@ def thread_resume_edges(
     """``inferred:thread_resume`` edges into nested (not top-level) linked host ops, else
     ``inferred:early_end`` ones (:func:`_early_end`). ``top``: each Kineto thread's
     top-level linked ops as (start, end, host id, _)."""
-    ends = sorted((row[1], thread, row[2]) for thread, rows in top.items() for row in rows)
-    end_times = [e[0] for e in ends]
+    ends = _Ends.of_rows(top)
     top_ids = {row[2] for rows in top.values() for row in rows}
     levels = levels if levels is not None else levels_of(nestings, host_of)
     collectives = _collectives(nestings, levels)
@@ -123,7 +122,7 @@ def thread_resume_edges(
             low = level.busy_until[index]
             if start - low <= _MIN_THREAD_WAIT_US:
                 continue
-            found = _latest(ends, end_times, start, THREAD_TOLERANCE_US, low, thread)
+            found = ends.latest(start, THREAD_TOLERANCE_US, low, thread)
             # the thread waited much longer before that end than it took to resume
             if found is not None and found[0] - low >= _WAIT_TO_WAKE * (start - found[0]):
                 edges.append(Edge(EdgeKind.INTER_THREAD, found[1], host_id, THREAD_RESUME))
@@ -178,8 +177,7 @@ def tail_wait_edges(
     blocking collective: the wait is the end of its own time). ``dst`` is the op; the edge
     reaches its last stretch only (the converter's last segment), so it is exempt from the
     start-before-end check (its end is after ``src``'s by construction)."""
-    ends = sorted((row[1], thread, row[2]) for thread, rows in top.items() for row in rows)
-    end_times = [e[0] for e in ends]
+    ends = _Ends.of_rows(top)
     levels = levels if levels is not None else levels_of(nestings, host_of)
     edges = []
     for thread, nesting in nestings.items():
@@ -189,7 +187,7 @@ def tail_wait_edges(
             end = nesting.ends[index]
             if low is None or end - low <= _MIN_THREAD_WAIT_US:
                 continue
-            found = _latest(ends, end_times, end, THREAD_TOLERANCE_US, low, thread)
+            found = ends.latest(end, THREAD_TOLERANCE_US, low, thread)
             if found is not None and found[0] - low >= _WAIT_TO_WAKE * (end - found[0]):
                 edges.append(Edge(EdgeKind.INTER_THREAD, found[1], host_id, TAIL_WAIT))
     return edges
@@ -209,11 +207,7 @@ def thread_wake_edges(
     inside ``## step N ##`` or ``## log_metrics ##``: no top-level op ended then. ``steps``:
     the ``ProfilerStep#N`` ops, never a cause (a step's end only marks the profiler's)."""
     reached = {(e.src, e.dst) for e in recorded if e.kind is EdgeKind.INTER_THREAD}
-    ends = sorted(
-        (row[1], thread, row[2]) for thread, rows in ops.items() for row in rows
-        if row[2] not in steps
-    )  # fmt: skip
-    end_times = [e[0] for e in ends]
+    ends = _Ends.of_rows(ops, skip=steps)
     edges = []
     for thread, rows in ops.items():
         previous_end: Optional[Number] = None
@@ -222,9 +216,9 @@ def thread_wake_edges(
                 continue
             low = float("-inf") if previous_end is None else previous_end
             if start - low > _MIN_THREAD_WAIT_US:
-                source = _latest_end(ends, end_times, start, float("inf"), low, thread)
-                if source is not None and (source, host_id) not in reached:
-                    edges.append(Edge(EdgeKind.INTER_THREAD, source, host_id, THREAD_WAKE))
+                found = ends.latest(start, float("inf"), low, thread)
+                if found is not None and (found[1], host_id) not in reached:
+                    edges.append(Edge(EdgeKind.INTER_THREAD, found[1], host_id, THREAD_WAKE))
             previous_end = end if previous_end is None else max(previous_end, end)
     return edges
 
@@ -265,35 +259,34 @@ def levels_of(
     return {thread: Levels(nesting, host_of) for thread, nesting in nestings.items()}
 
 
-def _latest_end(
-    ends: list[tuple], end_times: list[Number], start: Number, tolerance: float,
-    after: Number, own: object,
-) -> Optional[int]:  # fmt: skip
-    """The id of the op (not on ``own``) whose end is the latest in (``after``, ``start``]
-    (to the same instant), when that end is within ``tolerance`` of ``start``."""
-    found = _latest(ends, end_times, start, tolerance, after, own)
-    return None if found is None else found[1]
+class _Ends:
+    """Ops by their end: (end, where it ran, id) sorted, for the latest end before an
+    instant (binary search)."""
 
+    def __init__(self, ends: Iterable[tuple[Number, object, int]]) -> None:
+        self.ends = sorted(ends)
+        self.times = [e[0] for e in self.ends]
 
-def _latest(
-    ends: list[tuple], end_times: list[Number], start: Number, tolerance: float,
-    after: Number, own: object,
-) -> Optional[tuple[Number, int]]:  # fmt: skip
-    """(end, id) of :func:`_latest_end`'s op."""
-    k = bisect_right(end_times, start + _SAME_INSTANT_US) - 1
-    while k >= 0 and end_times[k] > after and start - end_times[k] <= tolerance:
-        if ends[k][1] != own:
-            return end_times[k], ends[k][2]
-        k -= 1
-    return None
+    @classmethod
+    def of_rows(cls, rows: Mapping[tuple, Sequence[tuple]], skip: Collection[int] = ()) -> _Ends:
+        """From rows (start, end, host id, ...) per thread, leaving out the ids in ``skip``."""
+        return cls((row[1], thread, row[2]) for thread, rows_ in rows.items() for row in rows_
+                   if row[2] not in skip)  # fmt: skip
 
-
-def _end(node: GpuNode) -> Number:
-    return (node.event.ts_us or 0) + node.event.dur_us
+    def latest(
+        self, start: Number, tolerance: float, after: Number, own: object
+    ) -> Optional[tuple[Number, int]]:
+        """(end, id) of the op not on ``own`` whose end is the latest in (``after``,
+        ``start``] (to the same instant), when that end is within ``tolerance`` of
+        ``start``."""
+        times = self.times
+        k = bisect_right(times, start + _SAME_INSTANT_US) - 1
+        while k >= 0 and times[k] > after and start - times[k] <= tolerance:
+            if self.ends[k][1] != own:
+                return times[k], self.ends[k][2]
+            k -= 1
+        return None
 
 
 def _launch_end(node: GpuNode) -> Number:
-    launch = node.launch
-    if launch is None:
-        return float("-inf")
-    return (launch.ts_us or 0) + launch.dur_us
+    return node.launch.end_us if node.launch is not None else float("-inf")
