@@ -21,7 +21,9 @@ def _waiting_parent(
 ) -> None:
     """A thread that waited for another inside an op (the main thread in ``ProfilerStep`` or
     ``## backward ##`` while the autograd thread runs): the op's own time right before the
-    waiting child starts when the other thread's op ended, and depends on it."""
+    waiting child starts when the other thread's op ended, and depends on it. ``ended_at``:
+    a collective that completed then, before it closed (``inferred:early_end``): the edge
+    leaves from its segment ending then, which carries its id."""
     waiting = by_id.get(dst) if dst is not None else None
     source = by_id.get(src)
     if waiting is None or waiting.ts is None or source is None or source.end is None:
@@ -29,16 +31,12 @@ def _waiting_parent(
     parent = waiting.ran_under if waiting.ran_under is not None else waiting.ctrl_deps
     if parent is None or parent == waiting.id:
         return
-    last = segments.segments.get(src)
-    ended = last[-1].end if last else source.end  # the node the edge leaves from
-    if ended_at is not None:  # a collective that completed before it closed: its own id
-        segment = segments.wait_before(parent, waiting.ts, ended_at)
-        if segment is not None:
-            graph.add(src, segment, "inter_thread")
-        return
-    segment = segments.wait_before(parent, waiting.ts, ended)
+    if ended_at is None:  # the node the edge leaves from: the op's last segment
+        last = segments.segments.get(src)
+        ended_at, src = (last[-1].end if last else source.end), segments.last(src)
+    segment = segments.wait_before(parent, waiting.ts, ended_at)
     if segment is not None:
-        graph.add(segments.last(src), segment, "inter_thread")
+        graph.add(src, segment, "inter_thread")
 
 
 def _waiting_tail(src: int, dst: Optional[int], by_id, graph: Graph, segments) -> None:
