@@ -30,7 +30,11 @@ also happens while a gloo op runs in the background); the estimate with every ga
 beside it (``all gaps``). It undercounts a wait hidden inside a recorded op and overcounts
 Python work done between ops while a collective is in flight. ``net wait`` leaves out the
 part of each collective before its last member started (time a rank waited for a peer still
-busy elsewhere, which a free network does not remove).
+busy elsewhere, which a free network does not remove). ``peer@0`` is the other side, from the
+replay: the time the rank's critical chain spends inside collectives under ``comm=0``, where
+a collective costs nothing and a rank waits only for a peer still computing; the measured
+skew between ranks can grow there (work the transfers hid comes out), so ``comm=0`` may free
+less than ``net wait`` when ranks are uneven (4 ranks sharing 2 cores).
 
     python benchmarks/real_network_what_if.py [--recordings DIR]
 
@@ -55,6 +59,7 @@ from chakra.errors import ChakraError
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link import LinkOptions, as_et_plus, link_traces
 from chakra.simulate import NetworkModel, ScaleRule, SimGraph, build_graph, simulate, what_if
+from chakra.simulate.analysis import critical_chain
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DIRS = [Path("/work/recordings"), REPO / "tests/data/pytorch213/gloo_net"]
@@ -222,6 +227,24 @@ class Replay:
     def mode(self) -> str:
         return "together" if self.together else "alone"
 
+    def peer_waits_free_network(self) -> list[float]:
+        """Per rank, the time its critical chain spends inside collectives when every
+        collective is free (``comm=0``): all of it waiting for a peer that arrives later
+        (its own compute), which no network removes."""
+        free = [ScaleRule.parse("comm=0")]
+        if self.together:
+            together = what_if(self.graphs, free)
+            runs = [(together, r) for r in range(len(self.graphs))]
+        else:
+            runs = [(what_if([g], free), 0) for g in self.graphs]
+        out = []
+        for result, rank in runs:
+            graph, start, end = result.graphs[rank], result.start[rank], result.end[rank]
+            out.append(
+                sum(end[n] - start[n] for n in critical_chain(result, rank) if n in graph.comm)
+            )
+        return out
+
     def run(self, rules: list[str], network: str = "") -> list[float]:
         """Makespan per rank of a what-if, run the way the replay ran."""
         if self.together:
@@ -247,10 +270,16 @@ def report_recording(folder: Path) -> dict[str, Any]:
         if r.graph is not None:
             print(f"   rank {rank} collectives: {placement(r.graph)}")
     comm0 = safe(lambda: replay.run(["comm=0"]))
+    peer0 = safe(replay.peer_waits_free_network)
     print(
         f"   {'rank':>4} {'step ms':>8} {'measured ms':>11} {'simulated ms':>12} {'error %':>8} "
-        f"{'comm=0 -ms':>10} {'wait ms':>8} {'net wait':>8} {'all gaps':>8} {'gloo ms':>8}"
+        f"{'comm=0 -ms':>10} {'wait ms':>8} {'net wait':>8} {'all gaps':>8} {'gloo ms':>8} "
+        f"{'peer@0':>8}"
     )
+
+    def peer_wait(rank: int) -> str:
+        return f"{peer0[rank] / 1e3:8.2f}" if isinstance(peer0, list) and peer0 else ""
+
     for rank, (r, res) in enumerate(zip(ranks, replay.results)):
         k = r.kineto
         saved = (
@@ -262,7 +291,7 @@ def report_recording(folder: Path) -> dict[str, Any]:
             f"   {rank:>4} {statistics.mean(k.step_us) / 1e3:8.2f} {measured / 1e3:11.2f} "
             f"{res.simulated_makespan_us / 1e3:12.2f} {error:8.2f} {saved} "
             f"{k.wait_us / 1e3:8.2f} {k.net_wait_us / 1e3:8.2f} {k.wait_all_us / 1e3:8.2f} "
-            f"{k.gloo_us / 1e3:8.2f}"
+            f"{k.gloo_us / 1e3:8.2f} {peer_wait(rank)}"
         )
     if isinstance(comm0, str):
         print(f"   comm=0: {comm0}")

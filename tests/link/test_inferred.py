@@ -125,3 +125,25 @@ def test_a_collective_that_closed_after_the_waiting_thread_resumed() -> None:
     nestings[(1, 2)] = ThreadNesting(worker)
     host_of = {id(e): host_id for host_id, e in enumerate([*main, *worker], start=10)}
     assert thread_resume_edges(nestings, host_of, HostTimeline(nestings, host_of).top_level()) == []
+
+
+def _resumes(main: list[KinetoEvent], worker: list[KinetoEvent]) -> list[tuple[int, int]]:
+    nestings = {(1, 1): ThreadNesting(main), (1, 2): ThreadNesting(worker)}
+    host_of = {id(e): host_id for host_id, e in enumerate([*main, *worker], start=10)}
+    edges = thread_resume_edges(nestings, host_of, HostTimeline(nestings, host_of).top_level())
+    return [(e.src, e.dst) for e in edges]
+
+
+def test_a_slow_wake_up_after_a_long_wait_is_still_a_resume() -> None:
+    # 4 gloo ranks on 2 cores (gloo4_fast_r2, rank 0): a blocking all_reduce of 28.7 ms, and
+    # the main thread ran again 5.5 ms after it (no free core): that wait is an edge
+    def job(wait_us: float, wake_us: float) -> list[tuple[int, int]]:
+        main = [_event("## step 3 ##", 1, 0, 200_000), _event("c10d::allreduce_", 1, 10, 30),
+                _event("c10d::allreduce_", 1, 45 + wait_us + wake_us, 150)]  # fmt: skip
+        return _resumes(main, [_event("gloo:all_reduce", 2, 45, wait_us)])
+
+    assert job(28_700, 5_500) == [(13, 12)]
+    # the same wake-up after a wait only 3 times as long is no evidence
+    assert job(16_500, 5_500) == []
+    # nor a wake-up of more than 20 ms, however long the wait
+    assert job(150_000, 21_000) == []

@@ -46,9 +46,10 @@ HOST_COLLECTIVE_PREFIX = "gloo:"
 #: than its known dependencies allow it must start, for each rule.
 STREAM_TOLERANCE_US = 10.0
 #: A thread wakes up slower: the interpreter runs between the wait's return and the next op
-#: (30 µs to 2.6 ms on the gloo recordings of tests/data/pytorch213/gloo_net, 2 busy cores);
+#: (30 µs to 2.6 ms on the 2-rank gloo recordings of tests/data/pytorch213/gloo_net; 5.5 ms
+#: after a 28.7 ms blocking all_reduce with 4 ranks on 2 cores, waiting for a free core);
 #: the thread must have waited ``_WAIT_TO_WAKE`` times longer before that end than after.
-THREAD_TOLERANCE_US = 5000.0
+THREAD_TOLERANCE_US = 20000.0
 _WAIT_TO_WAKE = 4.0
 #: The least idle time before a nested host op that can be a wait on another thread.
 _MIN_THREAD_WAIT_US = 50.0
