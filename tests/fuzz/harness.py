@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,12 @@ __all__ = [
     "verdict",
 ]
 
+
+#: How long the tool that reads an output next may take on it (the outputs are small).
+NEXT_TOOL_TIMEOUT_S = 30.0
+#: A next tool's refusal that names the option giving what the file cannot hold (the rank of
+#: a trace whose process-group table is unreadable: ``give --rank``).
+_ASKS_FOR_AN_OPTION = re.compile(r"\(give --[\w-]+")
 
 # --- what the run should have left behind ------------------------------------------------
 
@@ -178,7 +185,7 @@ def check_output(path: Path) -> Optional[str]:
             if not report.ok:
                 first = report.problems[0]
                 return f"chakra_validate rejects it: {first.kind}: {first.message}"[:300]
-            return None
+            return _next_tool_rejects("sim", (str(path),))
         if name.endswith((".json", ".json.gz")):
             from chakra.fileio import read_input
 
@@ -189,7 +196,7 @@ def check_output(path: Path) -> Optional[str]:
                 for line in data.splitlines():
                     if line.strip():
                         json.loads(line, parse_constant=_reject_constant)
-            return None
+            return _et_plus_converts(path)
         if name.endswith(".png"):
             return None if path.read_bytes()[:8] == _PNG else "not a PNG"
         if name.endswith(".dot"):
@@ -200,6 +207,32 @@ def check_output(path: Path) -> Optional[str]:
         return "too deep to check"
     except Exception as exc:
         return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def _et_plus_converts(path: Path) -> Optional[str]:
+    """None unless ``path`` is an ET+ that ``chakra_converter`` refuses (the next tool)."""
+    from chakra.ingest.detect import TraceKind, trace_kind
+
+    if trace_kind(path) is not TraceKind.ET_PLUS:
+        return None
+    with tempfile.TemporaryDirectory(prefix="chakra-fuzz-next-") as scratch:
+        target = str(Path(scratch) / "next.et")
+        return _next_tool_rejects(
+            "converter", ("PyTorch", "--input", str(path), "--output", target)
+        )
+
+
+def _next_tool_rejects(module: str, argv: tuple[str, ...]) -> Optional[str]:
+    """None when the tool that reads this output next accepts it (status 0), else its line
+    (``next-tool`` problems: an exit-0 output that the next tool rejects)."""
+    result = fork_tool(module, argv, NEXT_TOOL_TIMEOUT_S)
+    if result.returncode == 0 and not result.timed_out:
+        return None
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    last = lines[-1] if lines else f"status {result.returncode}"
+    if result.returncode == 1 and _ASKS_FOR_AN_OPTION.search(last):
+        return None  # the file is fine; the next step needs a fact only the user can give
+    return f"{result.prog} rejects it: {last}"[:300]
 
 
 def _reject_constant(name: str) -> float:

@@ -182,3 +182,18 @@ def test_run_case_checks_added_outputs(tmp_path: Path) -> None:
     _, outcome = run_case(case, fork_tool)
     assert outcome.verdict is Verdict.OK, outcome
     assert len(list(out.glob("*.et"))) > 4
+
+
+def test_an_output_the_next_tool_refuses_is_a_failure(
+    base: dict[str, Path], tmp_path: Path
+) -> None:
+    from tests.fuzz.harness import check_output
+
+    linked = json.loads(base["et_plus"].read_text())
+    assert check_output(base["et_plus"]) is None  # the seed converts
+    # an ET+ whose id the converter refuses (a linker that checks less than it writes)
+    linked["nodes"][1]["id"] = -7
+    broken = tmp_path / "linked.json"
+    broken.write_text(json.dumps(linked))
+    assert check_output(broken).startswith("chakra_converter rejects it: ")
+    assert check_output(base["et"]) is None  # validated, and chakra_sim runs it
