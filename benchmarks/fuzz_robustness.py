@@ -26,6 +26,7 @@ import argparse
 import json
 import logging
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -59,11 +60,14 @@ def fuzz_format(format_name: str, examples: int, seed: int) -> dict:
     """One format's row and its failure signatures (run in a worker process)."""
     folder = Path(tempfile.mkdtemp(prefix=f"chakra-fuzz-bench-{format_name}-"))
     logging.disable(logging.WARNING)  # the seeds' own warnings; the tools run in children
-    seeds = build_seeds(folder)
-    preload(MODULES)
-    tally = Tally()
-    rng = random.Random(f"{seed}:{format_name}")
-    run_format(seeds, format_name, examples, rng, tally, runner=limited)
+    try:
+        seeds = build_seeds(folder)
+        preload(MODULES)
+        tally = Tally()
+        rng = random.Random(f"{seed}:{format_name}")
+        run_format(seeds, format_name, examples, rng, tally, runner=limited)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     cases, seconds = tally.throughput.get(format_name, (0, 0.0))
     row = dict.fromkeys(KINDS, 0)
     for signature, count in tally.counts.items():
