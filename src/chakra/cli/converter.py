@@ -19,7 +19,8 @@ from chakra.cli import arg_types
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert import ConvertOptions, convert_file
-from chakra.convert.astra_sim import add_comm_groups, comm_groups_path
+from chakra.convert.astra_sim import comm_groups_path
+from chakra.convert.group_file import merged_comm_groups, read_comm_groups, write_comm_groups
 from chakra.errors import ChakraError, UsageError
 from chakra.fileio import AtomicGroup
 from chakra.ingest.detect import TraceKind, require_kind
@@ -151,6 +152,11 @@ def _convert(args: argparse.Namespace) -> None:
 
 
 def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups: Path) -> None:
+    """Convert ``source`` into ``target`` and add its groups to the file ``groups``: both
+    appear together or neither does. The group file there is read and checked before any
+    work (:mod:`chakra.convert.group_file`); the new one is checked against it before
+    either file is written."""
+    existing = read_comm_groups(groups)
     options = ConvertOptions(
         gaps=not args.no_gaps,
         rank=args.rank,
@@ -161,11 +167,13 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
         report = convert_file(source, target, options, outputs)
         if args.validate:
             _validate_before_commit(outputs, target)
+        if report.comm_groups:
+            table = merged_comm_groups(groups, existing, report.comm_groups, source)
+            write_comm_groups(groups, table, outputs)
     types = ", ".join(f"{n} {name}" for name, n in report.nodes_by_type.items())
     total = sum(report.nodes_by_type.values())
     logger.info("wrote %d nodes (%s) to %s", total, types, target)
     if report.comm_groups:
-        add_comm_groups(groups, report.comm_groups)
         logger.info("ASTRA-sim communicator groups in %s (--comm-group-configuration)", groups)
     if args.simulate:
         _simulate(target)

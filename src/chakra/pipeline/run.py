@@ -47,7 +47,7 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.convert import ConvertOptions, convert_file
-from chakra.convert.astra_sim import write_comm_groups
+from chakra.convert.group_file import write_comm_groups
 from chakra.errors import ChakraError, FileAccessError
 from chakra.fileio.guard import refuse_overwriting_inputs
 from chakra.fileio.location import Location, join, location, missing
