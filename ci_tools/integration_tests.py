@@ -10,16 +10,18 @@ Reference-compatible flags::
 
 The archive is not trusted. It is extracted by :func:`chakra.fileio.archive.extract_archive`
 (regular files and folders only, every name inside the folder, no links, special files or
-set-ID bits, at most --max-members members, --max-member-gb a member and --max-extract-gb in
-all) into ``traces/`` of a new work folder, and every rank is computed afresh into its
-``outputs/`` with the pipeline's resume off: outputs shipped in the archive, or left by an
-earlier run, are never taken as results. The work folder is a new temporary folder, removed
-at the end, unless ``--work-dir`` names one (new, or empty; not a symbolic link), which is
-kept. Each rank ``r`` needs a host trace and a Kineto trace, named as the reference does
-(``chakra_host_et_<r>.json``, ``kineto_<r>.json``) or as ``chakra_synth`` writes them
-(``rank<r>.host_et.json``, ``rank<r>.kineto.json``), optionally ``.gz``, anywhere inside the
-archive. Exit status 0 when every rank is within the tolerance, 1 otherwise (with a table)
-or on an error (one line: ``integration_tests: error: ...``), 2 for usage errors.
+set-ID bits, at most --max-members members, --max-member-gb a member, --max-extract-gb in
+all and --max-ratio bytes per byte of the archive beyond the first 64 MiB, each checked on a
+member's header before its bytes are written) into ``traces/`` of a new work folder, and
+every rank is computed afresh into its ``outputs/`` with the pipeline's resume off: outputs
+shipped in the archive, or left by an earlier run, are never taken as results. The work
+folder is a new temporary folder, removed at the end, unless ``--work-dir`` names one (new,
+or empty; not a symbolic link), which is kept. Each rank ``r`` needs a host trace and a
+Kineto trace, named as the reference does (``chakra_host_et_<r>.json``, ``kineto_<r>.json``)
+or as ``chakra_synth`` writes them (``rank<r>.host_et.json``, ``rank<r>.kineto.json``),
+optionally ``.gz``, anywhere inside the archive. Exit status 0 when every rank is within the
+tolerance, 1 otherwise (with a table) or on an error (one line: ``integration_tests: error:
+...``), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ from chakra.pipeline import RankFiles, run_pipeline
 HOST_NAMES = ("chakra_host_et_{r}.json", "rank{r}.host_et.json")
 DEVICE_NAMES = ("kineto_{r}.json", "rank{r}.kineto.json")
 Row = tuple[int, float, Optional[float], bool]
+#: The option that raises each limit of the extraction, named when it refuses an archive.
+LIMIT_OPTIONS = {
+    "max_total_bytes": "--max-extract-gb",
+    "max_member_bytes": "--max-member-gb",
+    "max_members": "--max-members",
+    "max_ratio": "--max-ratio",
+}
 
 
 def find_trace(root: Path, patterns: tuple[str, ...], rank: int, what: str) -> Path:
@@ -80,8 +89,13 @@ def check(args: argparse.Namespace, work: Path) -> tuple[list[Row], Path]:
     archive = Path(args.tgz_path)
     if not archive.is_file():
         raise ChakraError(f"{archive}: no such archive")
-    limits = ExtractLimits(int(args.max_extract_gb * GiB), int(args.max_member_gb * GiB),
-                           args.max_members)  # fmt: skip
+    limits = ExtractLimits(
+        int(args.max_extract_gb * GiB),
+        int(args.max_member_gb * GiB),
+        args.max_members,
+        args.max_ratio,
+        options=LIMIT_OPTIONS,
+    )
     root = extract_archive(archive, work / "traces", limits).root
     ranks = [RankFiles(r, find_trace(root, HOST_NAMES, r, "host trace"),
                        find_trace(root, DEVICE_NAMES, r, "Kineto trace"))
@@ -134,13 +148,23 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
         default=DEFAULT_LIMITS.max_members,
         help="most files and folders (default: %(default)s)",
     )
+    limits.add_argument(
+        "--max-ratio",
+        type=float,
+        default=DEFAULT_LIMITS.max_ratio,
+        help="most bytes extracted per byte of the archive, beyond the first "
+        f"{DEFAULT_LIMITS.ratio_floor_bytes >> 20} MiB (default: %(default)s; a gzip bomb "
+        "reaches 1000)",
+    )
     args = parser.parse_args(argv)
     if not args.expected_from_measured and (
         not args.expected_times_ms or len(args.expected_times_ms) != args.num_ranks
     ):
         parser.error("give one --expected_times_ms per rank, or --expected-from-measured")
-    if min(args.max_extract_gb, args.max_member_gb, args.max_members) <= 0:
-        parser.error("--max-extract-gb, --max-member-gb and --max-members must be positive")
+    if not min(args.max_extract_gb, args.max_member_gb, args.max_members, args.max_ratio) > 0:
+        parser.error(
+            "--max-extract-gb, --max-member-gb, --max-members and --max-ratio must be positive"
+        )
     return args
 
 

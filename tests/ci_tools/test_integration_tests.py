@@ -19,6 +19,7 @@ from chakra.synth import SynthOptions, generate_job
 from tests.conftest import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "ci_tools" / "integration_tests.py"
+GiB = 1 << 30
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +196,23 @@ def test_a_replaced_older_dated_archive_gives_its_own_results(bundle: Path, tmp_
     fresh, second = measured_run(replacement), measured_run(path)
     assert second.returncode == fresh.returncode == first.returncode == 0, second.stderr
     assert simulated_ms(second) == simulated_ms(fresh) != simulated_ms(first)
+
+
+def test_a_compression_bomb_is_refused_before_extraction_regression(tmp_path: Path) -> None:
+    """Reported: a 3 MB archive holding a 3 GiB member (under the 4 GiB a member) was
+    extracted. The member's header already says it is 1000 times the archive: refused
+    before any of its bytes is written, naming the option that raises the limit."""
+    header = tarfile.TarInfo("traces/kineto_0.json")
+    header.size = 3 * GiB
+    zeros = gzip.compress(bytes(1 << 20), compresslevel=9)  # one MiB of the member
+    archive = tmp_path / "bomb.tgz"
+    with archive.open("wb") as out:  # gzip members, one after the other, are one stream
+        out.write(gzip.compress(header.tobuf(format=tarfile.PAX_FORMAT)))
+        for _ in range(3 * 1024):
+            out.write(zeros)
+    assert archive.stat().st_size < 4 << 20
+    work = tmp_path / "work"
+    result = measured_run(archive, "--work-dir", str(work))
+    one_line_error(result, archive, "over 200 times the archive's 3.1 MiB (the limit on the "
+                   "compression ratio, --max-ratio raises it)")  # fmt: skip
+    assert list(work.iterdir()) == []

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from chakra.convert import ConvertOptions, convert_file
-from chakra.convert.astra_sim import add_comm_groups, comm_groups_path
+from chakra.convert.astra_sim import comm_groups_path
+from chakra.convert.group_file import add_comm_groups
 from chakra.et import NodeType, get_int_attr, read_et, write_et
 from chakra.pipeline import RankFiles, run_pipeline
 from chakra.synth import SynthOptions, generate_job, options_with_vintages

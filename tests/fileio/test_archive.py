@@ -231,3 +231,28 @@ def test_not_an_archive_is_one_line(tmp_path: Path, outside: Path) -> None:
     refused(archive, tmp_path / "target", outside, "not a tar archive")
     refused(tmp_path / "missing.tgz", tmp_path / "target", outside,
             "cannot read it: No such file or directory")  # fmt: skip
+
+
+def test_a_3_gib_member_of_a_tiny_archive_is_refused_by_its_ratio_regression(
+    tmp_path: Path, outside: Path
+) -> None:
+    """Reported: a 3 MB archive holding a 3 GiB member (under the 4 GiB a member) was
+    extracted whole. Refused on its header, before any of its bytes is written."""
+    header = member("traces/kineto_0.json")[0]
+    header.size = 3 * GiB
+    archive = tmp_path / "bomb.tgz"
+    archive.write_bytes(gzip.compress(header.tobuf(format=tarfile.PAX_FORMAT)))
+    refused(archive, tmp_path / "target", outside, "member 'traces/kineto_0.json' takes what "
+            "it holds to 3.0 GiB, over 200 times the archive's")  # fmt: skip
+
+
+def test_the_ratio_counts_beyond_its_floor_and_names_the_option(
+    tmp_path: Path, outside: Path
+) -> None:
+    archive = build(tmp_path / "a.tgz", [member("a.json", b"{}" * 50_000)])  # 100 KB
+    limits = ExtractLimits(max_ratio=10, ratio_floor_bytes=1000, options={"max_ratio": "--r"})
+    refused(archive, tmp_path / "t1", outside, "over 10 times the archive's", limits)
+    refused(archive, tmp_path / "t2", outside, "compression ratio, --r raises it", limits)
+    assert extract_archive(archive, tmp_path / "t3", ExtractLimits(max_ratio=10)).files == 1
+    assert extract_archive(archive, tmp_path / "t4", ExtractLimits(max_ratio=1e6,
+                           ratio_floor_bytes=0)).files == 1  # fmt: skip

@@ -199,10 +199,18 @@ def _pipeline(host_side: bool) -> CaseMaker:
     return make
 
 
+#: Files left at ``PREFIX.comm_groups.json`` by someone else: not a group table, or another
+#: job's (a world of 8 ranks): the converter must refuse them and write neither file.
+STALE_GROUP_FILES = ("not json\n", "[1, 2]\n", '{"1": [0, 1, 2, 3, 4, 5, 6, 7], "2": [0, 1]}\n')
+
+
 def _convert(*extra: str) -> CaseMaker:
     def make(m: Path, s: Seed, o: Path, rng: random.Random) -> Case:
         out = o / "converted.et"
         options = [*extra, *_maybe(rng, "--no-gaps", "--validate")]
+        if rng.randrange(5) == 0:  # a grouped output whose second file cannot be merged
+            stale = STALE_GROUP_FILES[rng.randrange(len(STALE_GROUP_FILES))]
+            (o / "converted.comm_groups.json").write_text(stale)
         return Case("converter", ("PyTorch", "--input", str(m), "--output", str(out),
                                   *options), (m,), (out,), o)  # fmt: skip
 

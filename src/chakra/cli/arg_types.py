@@ -4,13 +4,14 @@ parsing, as argparse refuses a malformed one (one line, exit status 2), before a
 The caps, and why:
 
 * :data:`MAX_NPUS` (65,536 = 2^16) NPUs for the tools that make something per NPU
-  (``chakra_generator``, ``chakra_converter Text``: a file each; ``chakra_timeline_visualizer``:
-  six metadata events each, ~0.2 GB at the cap). It is larger than any system ASTRA-sim's
-  example configurations describe; 2^20 would already take the timeline 3.7 GB and 20 s
-  for its metadata alone, and the generator a million files per family.
+  (``chakra_generator``, ``chakra_converter Text``: a file each, the latter within its work
+  budget, ``--max-nodes`` and ``--max-output-bytes``: :mod:`chakra.text.budget`;
+  ``chakra_timeline_visualizer`` only bounds the NPU ids of the log with it). It is larger
+  than any system ASTRA-sim's example configurations describe; 2^20 would make the generator
+  a million files per family.
 * :data:`MAX_PASSES` (1,000,000) training passes of ``chakra_converter Text``: every pass adds
   at least one node to every file, and a file is built in memory (see
-  :data:`chakra.text.convert.MAX_NODES_PER_NPU` for the cap on the nodes themselves).
+  :data:`chakra.text.budget.MAX_NODES_PER_NPU` for the cap on the nodes themselves).
 * :data:`MAX_JOBS` (1,024) worker processes: more exhaust file descriptors and memory before
   they help on any one machine.
 * :data:`INT64_MAX`: sizes, durations and ids go into the ET's 64-bit fields.

@@ -19,11 +19,18 @@ from chakra.cli import arg_types
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert import ConvertOptions, convert_file
-from chakra.convert.astra_sim import add_comm_groups, comm_groups_path
+from chakra.convert.astra_sim import comm_groups_path
+from chakra.convert.group_file import merged_comm_groups, read_comm_groups, write_comm_groups
 from chakra.errors import ChakraError, UsageError
 from chakra.fileio import AtomicGroup
 from chakra.ingest.detect import TraceKind, require_kind
-from chakra.text.convert import MAX_NODES_PER_NPU, output_paths
+from chakra.text.budget import (
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_OUTPUT_BYTES,
+    MAX_NODES_PER_NPU,
+    TextBudget,
+)
+from chakra.text.convert import output_paths
 
 logger = logging.getLogger(__name__)
 #: The records of --log-filename.
@@ -79,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output_filename", help="0.0.4 interface: output file")
     parser.add_argument("--num_npus", type=arg_types.npus, help="0.0.4 interface, Text only")
     parser.add_argument("--num_passes", type=arg_types.passes, help="0.0.4 interface, Text only")
+    _add_budget_options(parser, None)
     _add_pytorch_options(parser)
     add_log_level_option(parser)
     commands = parser.add_subparsers(dest="command")
@@ -105,7 +113,34 @@ def build_parser() -> argparse.ArgumentParser:
         f"{arg_types.MAX_PASSES:,}; at most {MAX_NODES_PER_NPU:,} nodes "
         "per file)",
     )
+    _add_budget_options(text, argparse.SUPPRESS)  # not over the flat interface's value
     return parser
+
+
+def _add_budget_options(parser: argparse.ArgumentParser, default: Optional[str]) -> None:
+    """Text's work budget, checked before anything is built or written (unset: the
+    defaults of :mod:`chakra.text.budget`)."""
+    parser.add_argument(
+        "--max-nodes",
+        "--max_nodes",
+        dest="max_nodes",
+        type=arg_types.positive_int,
+        default=default,
+        metavar="N",
+        help="refuse, before writing anything, to write more nodes than this in all files "
+        f"together (default: {DEFAULT_MAX_NODES:,})",
+    )
+    parser.add_argument(
+        "--max-output-bytes",
+        "--max_output_bytes",
+        dest="max_output_bytes",
+        type=arg_types.positive_int,
+        default=default,
+        metavar="BYTES",
+        help="refuse, before writing anything, when the files together would take more "
+        f"bytes than this, estimated from the workload (default: {DEFAULT_MAX_OUTPUT_BYTES:,}"
+        " = 4 GiB); the space free in the output folder is checked too",
+    )
 
 
 def _paths(args: argparse.Namespace) -> tuple[str, str]:
@@ -118,15 +153,22 @@ def _paths(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def _convert_text(args: argparse.Namespace, source: str, prefix: str) -> None:
-    from chakra.text import convert_text
+    from chakra.text.convert import plan_text, write_text
 
     if args.num_npus is None or args.num_passes is None:
         raise UsageError(
             "Text conversion needs --num-npus and --num-passes (or --num_npus and --num_passes)"
         )
-    prepare_outputs([*output_paths(prefix, args.num_npus), args.log_filename], [source])
+    budget = TextBudget(
+        args.max_nodes or DEFAULT_MAX_NODES,
+        args.max_output_bytes or DEFAULT_MAX_OUTPUT_BYTES,
+    )
+    prepare_outputs([args.log_filename], [source])
     with log_file(args.log_filename, LOG_FORMAT):
-        paths = convert_text(source, prefix, args.num_npus, args.num_passes)
+        # the budget before the checks of the many output paths: a huge job is refused at once
+        plan = plan_text(source, prefix, args.num_npus, args.num_passes, budget)
+        prepare_outputs(output_paths(prefix, args.num_npus), [source])
+        paths = write_text(plan, prefix)
         logger.info("wrote %d files: %s ... %s", len(paths), paths[0], paths[-1])
 
 
@@ -151,6 +193,11 @@ def _convert(args: argparse.Namespace) -> None:
 
 
 def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups: Path) -> None:
+    """Convert ``source`` into ``target`` and add its groups to the file ``groups``: both
+    appear together or neither does. The group file there is read and checked before any
+    work (:mod:`chakra.convert.group_file`); the new one is checked against it before
+    either file is written."""
+    existing = read_comm_groups(groups)
     options = ConvertOptions(
         gaps=not args.no_gaps,
         rank=args.rank,
@@ -161,11 +208,13 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
         report = convert_file(source, target, options, outputs)
         if args.validate:
             _validate_before_commit(outputs, target)
+        if report.comm_groups:
+            table = merged_comm_groups(groups, existing, report.comm_groups, source)
+            write_comm_groups(groups, table, outputs)
     types = ", ".join(f"{n} {name}" for name, n in report.nodes_by_type.items())
     total = sum(report.nodes_by_type.values())
     logger.info("wrote %d nodes (%s) to %s", total, types, target)
     if report.comm_groups:
-        add_comm_groups(groups, report.comm_groups)
         logger.info("ASTRA-sim communicator groups in %s (--comm-group-configuration)", groups)
     if args.simulate:
         _simulate(target)

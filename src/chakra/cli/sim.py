@@ -15,7 +15,7 @@ import msgspec
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio import atomic_output
+from chakra.fileio import AtomicGroup, atomic_output
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.ranks.files import load_agreed
 from chakra.simulate import PathEntry, RankResult, ScaleRule, SimOptions, SimResult
@@ -190,14 +190,17 @@ def _simulate(args: argparse.Namespace) -> None:
 
 
 def _write_pictures(args: argparse.Namespace, run: Replay) -> None:
-    """The ``--timeline``, ``--plot`` and ``--plot-makespans`` files asked for."""
-    if args.timeline is not None:
-        with atomic_output(args.timeline, text=True) as out:
-            json.dump(chrome_trace(run.result, args.compare, args.timeline_segments), out)
-    if args.plot is not None:
-        plot_utilisation(run.result, args.plot)
-    if args.plot_makespans is not None:
-        plot_makespans(list(run.result.ranks), args.plot_makespans, run.what_if_makespans())
+    """The ``--timeline``, ``--plot`` and ``--plot-makespans`` files asked for: all of
+    them, or none."""
+    with AtomicGroup() as group:
+        if args.timeline is not None:
+            with atomic_output(args.timeline, text=True, group=group) as out:
+                json.dump(chrome_trace(run.result, args.compare, args.timeline_segments), out)
+        if args.plot is not None:
+            plot_utilisation(run.result, args.plot, group)
+        if args.plot_makespans is not None:
+            plot_makespans(list(run.result.ranks), args.plot_makespans,
+                           run.what_if_makespans(), group)  # fmt: skip
 
 
 def _document(result: SimResult, what_if: list[Optional[float]], applied: list[dict]) -> dict:

@@ -158,12 +158,19 @@ def _link_one(args: argparse.Namespace) -> None:
     )
     prepare_outputs([args.output_file, args.report], [args.host_trace, args.device_trace])
     options, coverage = _options(args)
-    report: LinkReport = link_files(
-        args.host_trace, args.device_trace, args.output_file, options, coverage, args.rank
-    )
+    with AtomicGroup() as group:  # the ET+ and its report, or neither
+        report: LinkReport = link_files(
+            args.host_trace,
+            args.device_trace,
+            args.output_file,
+            options,
+            coverage,
+            args.rank,
+            group,
+        )
+        if args.report is not None:
+            write_report(args.report, report, group)
     print(render_table(report, f"linked {args.output_file}"))
-    if args.report is not None:
-        write_report(args.report, report)
 
 
 def _link_many(args: argparse.Namespace) -> None:

@@ -7,22 +7,17 @@ default group): a group's ``pg_name`` is PyTorch's number + 1; a name that is no
 (a hashed or user-given group name) gets an id from a checksum of the name, the same in
 every rank's file. The PyTorch name stays in ``pg_name_original``. Groups reach ASTRA-sim
 through ``--comm-group-configuration``, a JSON ``{"<pg_name>": [ranks]}`` written beside the
-``.et`` files (:func:`comm_groups_path`).
+``.et`` files (:func:`comm_groups_path`; written by :mod:`chakra.convert.group_file`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import zlib
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Optional
 
-from chakra.errors import ChakraError
-from chakra.fileio import atomic_output
 from chakra.fileio.location import Location
-from chakra.fileio.regular import open_regular_text
 
 _RANK_FILE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et(\.gz)?$")
 
@@ -72,39 +67,6 @@ def comm_groups_path(et_path: Path) -> Path:
     """Where the comm-group JSON of a ``.et`` file (or family) goes: ``PREFIX.comm_groups.json``."""
     prefix = prefix_of(et_path)
     return prefix.with_name(prefix.name + ".comm_groups.json")
-
-
-def write_comm_groups(path: Location, groups: Mapping[str, Sequence[int]]) -> None:
-    """Write ``{"<pg_name>": [ranks]}`` (ids ascending, ranks sorted), atomically."""
-    order = sorted(groups, key=lambda name: (not name.isdigit(), len(name), name))
-    table = {name: sorted(set(groups[name])) for name in order}
-    lines = [f" {json.dumps(name)}: {json.dumps(ranks)}" for name, ranks in table.items()]
-    with atomic_output(path, text=True) as out:
-        out.write("{\n" + ",\n".join(lines) + "\n}\n")
-
-
-def add_comm_groups(path: Path, groups: Mapping[str, Sequence[int]]) -> Mapping[str, list[int]]:
-    """Write ``groups`` to ``path``, together with the groups a file already there lists
-    (ranks converted one at a time share one file); a group in both gets the members of
-    both. Returns what was written. A file there that is not a group table is an error."""
-    table: dict[str, list[int]] = {}
-    if path.exists():
-        try:
-            with open_regular_text(path) as stream:
-                found = json.loads(stream.read())
-        except (OSError, ValueError) as exc:
-            raise ChakraError(f"{path}: not a comm-group JSON file ({exc})") from exc
-        except RecursionError:
-            raise ChakraError(f"{path}: not a comm-group JSON file (nested too deep)") from None
-        if not isinstance(found, dict) or not all(
-            isinstance(r, list) and all(isinstance(i, int) for i in r) for r in found.values()
-        ):
-            raise ChakraError(f'{path}: not a comm-group JSON file ({{"<pg_name>": [ranks]}})')
-        table = {str(name): list(ranks) for name, ranks in found.items()}
-    for name, ranks in groups.items():
-        table[name] = sorted(set(table.get(name, [])) | set(ranks))
-    write_comm_groups(path, table)
-    return table
 
 
 def command_line(prefix: Location, groups: Optional[Location]) -> str:

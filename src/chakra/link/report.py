@@ -26,13 +26,14 @@ def _write_json(path: PathLike, data: object, group: Optional[AtomicGroup]) -> N
         out.write("\n")
 
 
-def write_report(path: PathLike, report: LinkReport) -> None:
+def write_report(path: PathLike, report: LinkReport, group: Optional[AtomicGroup] = None) -> None:
     """``--report`` of one rank: the report's fields and its coverages (rounded to 6
-    places) as indented JSON, keys sorted."""
+    places) as indented JSON, keys sorted; with a ``group``, in place when the group
+    commits."""
     data = report_fields(report)
     data["host_coverage"] = round(report.host_coverage, 6)
     data["gpu_coverage"] = round(report.gpu_coverage, 6)
-    _write_json(path, data, None)
+    _write_json(path, data, group)
 
 
 def write_rank_reports(

@@ -1,6 +1,8 @@
 """The pipeline's job-wide outputs, after the replay: what-if runs, then ``timeline.json``,
-``utilisation.png``, ``report.json`` and ``report.html``, each written whole or not at all,
-at a path or a URL."""
+``utilisation.png``, ``report.json`` and ``report.html``, written together (with the
+comm-group file: :func:`chakra.pipeline.run.run_pipeline`) or not at all, at a path or a
+URL. They name the job's files by name, never by the output folder's path, so the same job
+written to two folders gives the same bytes (:mod:`chakra.pipeline.naming`)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from typing import Any, Optional
 
 import msgspec
 
-from chakra.fileio import atomic_output, copy_local_to
-from chakra.fileio.location import Location, join, name_of
+from chakra.fileio import AtomicGroup, atomic_output
+from chakra.fileio.location import Location, join
 from chakra.ingest.json_input import dump_finite
 from chakra.pipeline.rank_report import RankReport
 from chakra.ranks import Agreement
@@ -64,42 +66,46 @@ def write_outputs(
     agreement: dict[str, Any],
     folder: Location,
     options: OutputOptions,
+    group: Optional[AtomicGroup] = None,
 ) -> OutputFiles:
     """Run the what-if scenarios on ``result`` (left as it is), then write
     the timeline, plot, report (``reports``: the ranks'; ``agreement``: from
-    :func:`agreement_entry`) and page into ``folder``."""
+    :func:`agreement_entry`) and page into ``folder``; with a ``group``, they appear when it
+    commits."""
     if options.what_if is None:
         what_if = run_scenarios(result, DEFAULT_SCENARIOS, adapt=True)
     else:
         what_if = run_scenarios(result, options.what_if)
     timeline = join(folder, TIMELINE)
-    with atomic_output(timeline, text=True) as out:
+    with atomic_output(timeline, text=True, group=group) as out:
         dump_finite(chrome_trace(result, compare=True), out, timeline)
     picture = None
     if options.plot:
         picture = join(folder, PLOT)
-        _plot(result, picture)
+        _plot(result, picture, group)
     document = {"ranks": [msgspec.to_builtins(r) for r in reports], "agreement": agreement,
                 "what_if": [msgspec.to_builtins(w) for w in what_if]}  # fmt: skip
     report = join(folder, REPORT)
-    with atomic_output(report, text=True) as out:
+    with atomic_output(report, text=True, group=group) as out:
         dump_finite(document, out, report, indent=2, sort_keys=True)
     page = None
     if options.html:
         page = join(folder, PAGE)
-        title = f"Chakra pipeline report: {name_of(folder) or folder}"
-        write_report_html(page, document, busy_series(result), title)
+        count = len(reports)
+        title = f"Chakra pipeline report: {count} rank{'s' if count != 1 else ''}"
+        write_report_html(page, document, busy_series(result), title, group)
     return OutputFiles(timeline, picture, report, page, what_if)
 
 
-def _plot(result: SimResult, picture: Location) -> None:
+def _plot(result: SimResult, picture: Location, group: Optional[AtomicGroup]) -> None:
     """The utilisation plot, drawn into a local file first when ``picture`` is a URL."""
     from chakra.simulate.plot import plot_utilisation
 
     if isinstance(picture, Path):
-        plot_utilisation(result, picture)
+        plot_utilisation(result, picture, group)
         return
     with tempfile.TemporaryDirectory(prefix="chakra-plot-") as scratch:
         local = Path(scratch) / "utilisation.png"
         plot_utilisation(result, local)
-        copy_local_to(local, picture)
+        with atomic_output(picture, compress=False, group=group) as out:
+            out.write(local.read_bytes())

@@ -2,15 +2,17 @@
 the ones this package wrote, from the same inputs, with the same version and options.
 
 Each rank's ``rank<r>.report.json`` is its *manifest*, written atomically after its two other
-outputs: the chakra version, the link and convert options, each input's path, size and
-SHA-256 (taken before the input is read, so an input replaced during the run does not match
-on the next), each output's size and SHA-256 as written (``rank<r>.et_plus.json`` and
+outputs: the chakra version, the link and convert options, each input's name (relative to
+the folder of the job's inputs: :mod:`chakra.pipeline.naming`), size and SHA-256 (taken
+before the input is read, so an input replaced during the run does not match on the next),
+each output's name, size and SHA-256 as written (``rank<r>.et_plus.json`` and
 ``PREFIX.<r>.et``, the latter again after the cross-rank step rewrites it), and the rank's
-link and convert reports. A rank is reused only when its manifest parses and the version and
-options match, the current inputs have the recorded sizes then digests, and the outputs on
-disk have the recorded sizes then digests. Anything else recomputes the rank, with one INFO
-line saying why: no manifest (outputs that some other program put there, e.g. shipped in an
-archive), options differ, inputs changed, outputs modified, and so on.
+link and convert reports. Names, not paths: the manifest does not depend on where the output
+folder is, and resuming never compares them. A rank is reused only when its manifest parses
+and the version and options match, the current inputs have the recorded sizes then digests,
+and the outputs on disk have the recorded sizes then digests. Anything else recomputes the
+rank, with one INFO line saying why: no manifest (outputs that some other program put there,
+e.g. shipped in an archive), options differ, inputs changed, outputs modified, and so on.
 
 File times play no part: a trace replaced by an older-dated copy (``cp -p``, ``rsync -a``,
 ``tar x``) is a changed input, and a touched but identical one is not. Checking costs one
@@ -33,7 +35,7 @@ import chakra
 from chakra.errors import ChakraError
 from chakra.fileio import atomic_output, read_input
 from chakra.fileio.digest import FileDigest, file_digest, file_size
-from chakra.fileio.location import Location, join, missing
+from chakra.fileio.location import Location, join, missing, name_of
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +75,20 @@ def rank_outputs(
     )
 
 
-def digest_inputs(inputs: tuple[Location, ...]) -> tuple[FileDigest, ...]:
-    """The inputs' digests, to take before reading them for :func:`write_rank_report`."""
-    return tuple(file_digest(path) for path in inputs)
+def digest_inputs(inputs: tuple[Location, ...], labels: tuple[str, ...]) -> tuple[FileDigest, ...]:
+    """The inputs' digests, to take before reading them for :func:`write_rank_report`, each
+    named by its label (:func:`chakra.pipeline.naming.input_labels`)."""
+    return tuple(_named(file_digest(path), label) for path, label in zip(inputs, labels))
+
+
+def _named(digest: FileDigest, label: str) -> FileDigest:
+    """``digest`` naming its file ``label``."""
+    return msgspec.structs.replace(digest, path=label)
+
+
+def _output_digest(output: Location) -> FileDigest:
+    """The digest of a file of the output folder, named by its name."""
+    return _named(file_digest(output), name_of(output))
 
 
 def write_rank_report(
@@ -92,7 +105,7 @@ def write_rank_report(
         VERSION,
         msgspec.to_builtins(options),
         inputs,
-        tuple(file_digest(output) for output in outputs),
+        tuple(_output_digest(output) for output in outputs),
         entry,
     )
     with atomic_output(path, compress=False) as out:
@@ -108,7 +121,7 @@ def note_rewritten(folder: Location, ranks: list[int], et_prefix: str = ET_PREFI
         manifest = _load(report)
         if manifest is None or len(manifest.outputs) != 2:
             continue
-        outputs = (manifest.outputs[0], file_digest(et))
+        outputs = (manifest.outputs[0], _output_digest(et))
         with atomic_output(report, compress=False) as out:
             updated = msgspec.structs.replace(manifest, outputs=outputs)
             out.write(msgspec.json.format(msgspec.json.encode(updated), indent=2))
@@ -159,7 +172,7 @@ def check_rank(
     if not _same_files(manifest.outputs, (et_plus, et)):
         return Verdict(None, "outputs modified")
     entry = dict(manifest.entry)
-    entry["et_plus"], entry["et"] = str(et_plus), str(et)
+    entry["et_plus"], entry["et"] = name_of(et_plus), name_of(et)
     return Verdict(entry)
 
 

@@ -47,14 +47,16 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.convert import ConvertOptions, convert_file
-from chakra.convert.astra_sim import write_comm_groups
+from chakra.convert.group_file import write_comm_groups
 from chakra.errors import ChakraError, FileAccessError
+from chakra.fileio import AtomicGroup
 from chakra.fileio.guard import refuse_overwriting_inputs
-from chakra.fileio.location import Location, join, location, missing
+from chakra.fileio.location import Location, join, location, missing, name_of
 from chakra.fileio.stale import remove_stale_temporaries
 from chakra.link import LinkOptions
 from chakra.link.batch import RankPair, link_files
 from chakra.pipeline.fresh import output_folder
+from chakra.pipeline.naming import input_labels
 from chakra.pipeline.outputs import (
     PAGE,
     PLOT,
@@ -85,6 +87,8 @@ logger = logging.getLogger(__name__)
 
 #: One rank's host and device traces: local paths, or URL strings (the linker's pairing).
 RankFiles = RankPair
+#: How a rank's manifest names its host and device traces (:mod:`chakra.pipeline.naming`).
+Labels = tuple[str, str]
 
 
 class PipelineResult(msgspec.Struct, frozen=True):
@@ -121,16 +125,16 @@ class RankOptions(msgspec.Struct, frozen=True):
     et_prefix: str = ET_PREFIX
 
 
-def _link_and_convert(job: tuple[RankFiles, Location, RankOptions]) -> dict[str, Any]:
-    files, folder, options = job
+def _link_and_convert(job: tuple[RankFiles, Location, RankOptions, Labels]) -> dict[str, Any]:
+    files, folder, options, labels = job
     et_plus, et, report = rank_outputs(folder, files.rank, options.et_prefix)
-    inputs = digest_inputs((files.host, files.device))  # before reading them
+    inputs = digest_inputs((files.host, files.device), labels)  # before reading them
     link = link_files(files.host, files.device, et_plus, options.link)
     conversion = convert_file(
         et_plus, et, msgspec.structs.replace(options.convert, rank=files.rank)
     )
     entry = {
-        "rank": files.rank, "et_plus": str(et_plus), "et": str(et),
+        "rank": files.rank, "et_plus": name_of(et_plus), "et": name_of(et),
         "link": msgspec.to_builtins(link), "convert": msgspec.to_builtins(conversion),
     }  # fmt: skip
     write_rank_report(report, entry, options, inputs, (et_plus, et))
@@ -151,7 +155,7 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
     budget = execution.max_memory_bytes
     estimates = [0] * len(work)  # only a memory budget needs them (a request each on a URL)
     if budget is not None:
-        estimates = [estimate_peak_bytes(files.host, files.device) for files, _, _ in work]
+        estimates = [estimate_peak_bytes(job[0].host, job[0].device) for job in work]
     if execution.executor == "dask":
         with dask_client(execution.scheduler or "") as client:
 
@@ -195,7 +199,8 @@ def _prepare(
     """Every rank's report entry (sorted by rank) and the ranks reused from an earlier run."""
     reused: list[dict[str, Any]] = []
     work = []
-    for files in ranks:
+    labels = input_labels([path for files in ranks for path in (files.host, files.device)])
+    for files, host, device in zip(ranks, labels[0::2], labels[1::2]):
         entry = None
         if execution.resume:
             entry = reusable_entry(
@@ -204,7 +209,7 @@ def _prepare(
         if entry is not None:
             reused.append(entry)
         else:
-            work.append((files, folder, options))
+            work.append((files, folder, options, (host, device)))
     if reused:
         logger.info(
             "reusing %d of %d ranks from an earlier run (same inputs, options and "
@@ -292,25 +297,26 @@ def _stages(
     """Every stage of :func:`run_pipeline`, into the existing ``output_dir``."""
     et_prefix = rank_options.et_prefix
     prepared, reused = _prepare(ranks, output_dir, rank_options, execution)
-    ets = [location(r["et"]) for r in prepared]
+    ets = [join(output_dir, r["et"]) for r in prepared]
     agreement = agree_files(ets)  # the i-th collective of a group: one operation everywhere
     require_ends(ets, agreement)
     rewritten = rewrite_files(ets, agreement)
     note_rewritten(output_dir, rewritten, et_prefix)
-    groups = None
-    if agreement.groups:
-        groups = join(output_dir, f"{et_prefix}.comm_groups.json")
-        write_comm_groups(groups, agreement.groups)
     replay = simulate_files(ets, options=SimOptions(explain=True))
     reports = rank_reports(prepared, replay)
     scenarios = None if what_if is None else tuple(what_if)
-    files = write_outputs(
-        replay,
-        reports,
-        agreement_entry(agreement, rewritten),
-        output_dir,
-        OutputOptions(plot, html, scenarios),
-    )
+    groups = join(output_dir, f"{et_prefix}.comm_groups.json") if agreement.groups else None
+    with AtomicGroup() as job_files:  # the job's files appear together, or none
+        if groups is not None:
+            write_comm_groups(groups, agreement.groups, job_files)
+        files = write_outputs(
+            replay,
+            reports,
+            agreement_entry(agreement, rewritten),
+            output_dir,
+            OutputOptions(plot, html, scenarios),
+            job_files,
+        )
     return PipelineResult(
         output_dir,
         reports,

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from chakra.errors import ChakraError, PathLike, PlotFormatError
-from chakra.fileio import atomic_output
+from chakra.fileio import AtomicGroup, atomic_output
 from chakra.simulate.resources import display_order
 from chakra.simulate.result import RankResult
 from chakra.simulate.sim_graph import SimGraph
@@ -54,12 +54,12 @@ def image_format(path: PathLike) -> str:
     return suffix
 
 
-def save_figure(figure: Any, path: PathLike) -> None:
+def save_figure(figure: Any, path: PathLike, group: Optional[AtomicGroup] = None) -> None:
     """Write ``figure`` to ``path`` in the format of its extension (:func:`image_format`),
     atomically: a missing folder or a failed write raises ``FileAccessError`` and leaves no
-    file behind."""
+    file behind; with a ``group``, in place when the group commits."""
     fmt = image_format(path)
-    with atomic_output(path) as out:
+    with atomic_output(path, group=group) as out:
         figure.savefig(out, format=fmt, dpi=100)
 
 
@@ -157,9 +157,11 @@ def utilisation_figure(result: SimResult) -> Any:
     return figure
 
 
-def plot_utilisation(result: SimResult, path: PathLike) -> None:
+def plot_utilisation(
+    result: SimResult, path: PathLike, group: Optional[AtomicGroup] = None
+) -> None:
     """Write :func:`utilisation_figure` of ``result`` to ``path`` (:func:`save_figure`)."""
-    save_figure(utilisation_figure(result), path)
+    save_figure(utilisation_figure(result), path, group)
 
 
 def makespan_figure(results: Sequence[RankResult],
@@ -193,6 +195,7 @@ def makespan_figure(results: Sequence[RankResult],
 
 
 def plot_makespans(results: Sequence[RankResult], path: PathLike,
-                   what_if: Optional[Sequence[Optional[float]]] = None) -> None:  # fmt: skip
+                   what_if: Optional[Sequence[Optional[float]]] = None,
+                   group: Optional[AtomicGroup] = None) -> None:  # fmt: skip
     """Write :func:`makespan_figure` to ``path`` (:func:`save_figure`)."""
-    save_figure(makespan_figure(results, what_if), path)
+    save_figure(makespan_figure(results, what_if), path, group)

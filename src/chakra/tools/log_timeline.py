@@ -7,7 +7,9 @@ the first ``=`` of its item and the node name is the rest of the line, so names 
 contain; a record may follow bracketed log prefixes such as ``[12:00:01] [info] ``.
 An issue and its callback make one complete event on process ``npu``, with ``ts`` = issue
 cycle / MHz and ``dur`` = (callback - issue) cycles / MHz, both in microseconds, on a track
-chosen by the node name (:data:`TRACKS`). The ``chakra-sim`` format is the Chrome trace
+chosen by the node name (:data:`TRACKS`). The processes and tracks of the NPUs that have a
+record are named (metadata events); ``--num_npus`` bounds the NPU ids, so that the output
+grows with the log, not with the NPU count. The ``chakra-sim`` format is the Chrome trace
 ``chakra_sim --timeline`` writes, already in microseconds: it is checked and passed through.
 """
 
@@ -93,9 +95,10 @@ def parse_record(text: str, line: int, path: PathLike) -> Record | None:
     return Record(line, match.group(1), numbers[0], numbers[1], numbers[2], values[3])
 
 
-def _metadata_events(num_npus: int) -> list[dict[str, Any]]:
+def _metadata_events(npus: Iterable[int]) -> list[dict[str, Any]]:
+    """The process and track names of each of ``npus``."""
     events = []
-    for npu in range(num_npus):
+    for npu in npus:
         events.append(
             {
                 "ph": "M",
@@ -181,8 +184,9 @@ def convert_log(path: PathLike, num_npus: int, frequency_mhz: float) -> dict[str
     if not records:
         raise TimelineError(f"{path}: no issue or callback record found")
     events = log_to_events(records, path, num_npus, frequency_mhz)
+    present = sorted({record.npu for record in records})  # not every NPU of --num_npus
     return {
-        "traceEvents": _metadata_events(num_npus) + events,
+        "traceEvents": _metadata_events(present) + events,
         "displayTimeUnit": "ms",
         "otherData": {"num_npus": num_npus, "npu_frequency_mhz": frequency_mhz},
     }

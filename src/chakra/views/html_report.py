@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any, Optional
 
-from chakra.fileio import atomic_output
+from chakra.fileio import AtomicGroup, atomic_output
 from chakra.fileio.location import Location
 from chakra.views.busy import BusySeries
 from chakra.views.html_numbers import FORMATS, SIGNED, US, At, table, text_cell
@@ -71,11 +71,12 @@ def render_report_html(
 
 def write_report_html(
     path: Location, report: Mapping[str, Any], busy: Optional[BusySeries] = None,
-    title: str = "",
+    title: str = "", group: Optional[AtomicGroup] = None,
 ) -> None:  # fmt: skip
-    """Write :func:`render_report_html` to ``path`` (a path or URL), whole or not at all."""
+    """Write :func:`render_report_html` to ``path`` (a path or URL), whole or not at all;
+    with a ``group``, in place when the group commits."""
     page = render_report_html(report, busy, title)
-    with atomic_output(path, text=True) as out:
+    with atomic_output(path, text=True, group=group) as out:
         out.write(page)
 
 
