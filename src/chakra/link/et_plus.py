@@ -21,6 +21,12 @@ import msgspec
 
 from chakra.errors import PathLike
 from chakra.fileio import AtomicGroup, atomic_output
+from chakra.ingest.et_plus_checks import (
+    check_header,
+    check_node_id,
+    check_node_times,
+    check_parents,
+)
 from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo, LinkSummary
 from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
@@ -170,9 +176,49 @@ def _metadata(linked: LinkedTrace) -> dict[str, Any]:
     }
 
 
+def _outline(linked: LinkedTrace) -> Iterator[EtPlusNode]:
+    """Each node :func:`_nodes` writes, with only what the converter checks (id, name,
+    parents, times): host nodes, replay thread roots, then GPU nodes."""
+    root_id = next((op.id for op in linked.host.ops if op.is_process_root), 1)
+    for op in linked.host.ops:
+        match = linked.matches.get(op.id)
+        ran_on = linked.ran_under.get(op.id) if match is not None else None
+        yield EtPlusNode(op.id, op.name, op.parent_id,
+                         ts=None if match is None else match.event.ts_us,
+                         inclusive_dur=None if match is None else match.event.dur_us,
+                         exclusive_dur=None if match is None else match.exclusive_us,
+                         idle_gap=linked.idle_gap_us.get(op.id) if match is not None else None,
+                         ran_under=None if ran_on is None else ran_on[0])  # fmt: skip
+    for root in linked.replay_threads:
+        yield EtPlusNode(root.id, root.name, root.parent_id)
+    for gpu in linked.gpu_nodes:
+        event = gpu.event
+        yield EtPlusNode(gpu.node_id, event.name,
+                         gpu.parent_id if gpu.parent_id is not None else root_id,
+                         ts=event.ts_us, dur=event.dur_us, inclusive_dur=event.dur_us,
+                         exclusive_dur=event.dur_us, cat=event.category)  # fmt: skip
+
+
+def check_writable(linked: LinkedTrace) -> None:
+    """Raise TraceFormatError when the ET+ of ``linked`` would hold what the converter
+    refuses (:mod:`chakra.ingest.et_plus_checks`, the checks it applies when it reads an
+    ET+): an id, header field or time out of range, naming the host ET (the Kineto trace
+    for a GPU op's time), or a parent cycle over where ops ran, naming the Kineto trace
+    (its nesting placed them: the host ET's own parents were checked when it was read)."""
+    host_path, device_path = linked.host.path, linked.device.path
+    check_header(host_path, linked.host)
+    nodes = list(_outline(linked))
+    for node in nodes:
+        check_node_id(host_path, node.id)
+        check_node_times(host_path if node.cat is None else device_path, node)
+    check_parents(device_path, nodes)
+
+
 def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGroup] = None) -> None:
     """Write ET+ to ``path`` atomically (``.gz`` compresses; with a ``group``, moved into
-    place when the group commits)."""
+    place when the group commits). Raises TraceFormatError, before anything is written,
+    when the converter would refuse it (:func:`check_writable`)."""
+    check_writable(linked)
     host = linked.host
     header = {"schema": host.schema, "pid": host.pid, "time": host.time,
               "start_ts": host.start_ts, "finish_ts": host.finish_ts}  # fmt: skip
@@ -196,7 +242,9 @@ def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
     :func:`chakra.convert.load_et_plus` would give it, without the file: for the converter
     when a trace fits in memory (big ones go through the file, read as an outline). Each
     node is still built as its ET+ JSON (the writer's one definition of the format) and
-    decoded; ``path`` is the host trace's, for messages."""
+    decoded; ``path`` is the host trace's, for messages. Raises TraceFormatError as
+    :func:`write_et_plus` does."""
+    check_writable(linked)
     host = linked.host
     nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
     summary = LinkSummary(contradictions=dict(linked.report.contradictions))
