@@ -1,5 +1,5 @@
 """The linker refuses, before writing, an ET+ the converter would refuse
-(:func:`chakra.link.et_plus.check_writable`), naming the file the bad value came from."""
+(:func:`chakra.link.writable.check_writable`), naming the file the bad value came from."""
 
 from __future__ import annotations
 

@@ -67,12 +67,15 @@ def check_ranges(path: PathLike, header: Any, nodes: Iterable[EtPlusNode]) -> No
                 check_node_times(path, node)
 
 
-def check_parents(path: PathLike, nodes: Sequence[EtPlusNode]) -> None:
+def check_parents(
+    path: PathLike, nodes: Sequence[EtPlusNode], ran_under_path: Optional[PathLike] = None
+) -> None:
     """Refuse a parent cycle over ``ctrl_deps``, or over the op hierarchy the converter walks
     (a node's ``ran_under`` where that names a node, else its ``ctrl_deps``), naming the file
-    and the nodes. Linear (:mod:`chakra.ingest.parent_cycles`): both walks start only at
-    nodes whose ``ctrl_deps`` is not below their id (but a root naming itself) or that have
-    a ``ran_under``."""
+    (``ran_under_path``, when given, for a cycle that only ``ran_under`` closes) and the
+    nodes. Linear (:mod:`chakra.ingest.parent_cycles`): both walks start only at nodes whose
+    ``ctrl_deps`` is not below their id (but a root naming itself) or that have a
+    ``ran_under``."""
     starts = [
         node
         for node in nodes
@@ -98,7 +101,10 @@ def check_parents(path: PathLike, nodes: Sequence[EtPlusNode]) -> None:
         ran_under = by_id[node_id].ran_under
         return ran_under if ran_under in by_id else parent_of(node_id)
 
-    for relation, what in ((parent_of, "parent"), (ran_under_of, "parent (ran_under)")):
+    for relation, what, named in (
+        (parent_of, "parent", path),
+        (ran_under_of, "parent (ran_under)", ran_under_path or path),
+    ):
         cycle = parent_cycle((node.id for node in starts), relation)
         if cycle:
-            raise cycle_error(path, cycle, what)
+            raise cycle_error(named, cycle, what)

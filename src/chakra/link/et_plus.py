@@ -21,17 +21,12 @@ import msgspec
 
 from chakra.errors import PathLike
 from chakra.fileio import AtomicGroup, atomic_output
-from chakra.ingest.et_plus_checks import (
-    check_header,
-    check_node_id,
-    check_node_times,
-    check_parents,
-)
 from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo, LinkSummary
 from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
 from chakra.link.linked_trace import GpuNode, LinkedTrace
 from chakra.link.report import report_fields
+from chakra.link.writable import check_writable, process_root_id
 from chakra.progress import tracked
 
 FORMAT = "chakra-et-plus/1"
@@ -159,7 +154,7 @@ def _nodes(linked: LinkedTrace) -> Iterator[dict[str, Any]]:
         yield host_node(op, linked, extras)
     for root in linked.replay_threads:  # ids between the host ET's and the GPU nodes'
         yield host_node_untimed(root, extras)
-    root_id = next((op.id for op in linked.host.ops if op.is_process_root), 1)
+    root_id = process_root_id(linked)
     for gpu in linked.gpu_nodes:
         op = parents.get(gpu.parent_id) if gpu.parent_id else None
         yield gpu_node(gpu, None if op is None else host_node_untimed(op, extras), root_id)
@@ -176,48 +171,10 @@ def _metadata(linked: LinkedTrace) -> dict[str, Any]:
     }
 
 
-def _outline(linked: LinkedTrace) -> Iterator[EtPlusNode]:
-    """Each node :func:`_nodes` writes, with only what the converter checks (id, name,
-    parents, times): host nodes, replay thread roots, then GPU nodes."""
-    root_id = next((op.id for op in linked.host.ops if op.is_process_root), 1)
-    for op in linked.host.ops:
-        match = linked.matches.get(op.id)
-        ran_on = linked.ran_under.get(op.id) if match is not None else None
-        yield EtPlusNode(op.id, op.name, op.parent_id,
-                         ts=None if match is None else match.event.ts_us,
-                         inclusive_dur=None if match is None else match.event.dur_us,
-                         exclusive_dur=None if match is None else match.exclusive_us,
-                         idle_gap=linked.idle_gap_us.get(op.id) if match is not None else None,
-                         ran_under=None if ran_on is None else ran_on[0])  # fmt: skip
-    for root in linked.replay_threads:
-        yield EtPlusNode(root.id, root.name, root.parent_id)
-    for gpu in linked.gpu_nodes:
-        event = gpu.event
-        yield EtPlusNode(gpu.node_id, event.name,
-                         gpu.parent_id if gpu.parent_id is not None else root_id,
-                         ts=event.ts_us, dur=event.dur_us, inclusive_dur=event.dur_us,
-                         exclusive_dur=event.dur_us, cat=event.category)  # fmt: skip
-
-
-def check_writable(linked: LinkedTrace) -> None:
-    """Raise TraceFormatError when the ET+ of ``linked`` would hold what the converter
-    refuses (:mod:`chakra.ingest.et_plus_checks`, the checks it applies when it reads an
-    ET+): an id, header field or time out of range, naming the host ET (the Kineto trace
-    for a GPU op's time), or a parent cycle over where ops ran, naming the Kineto trace
-    (its nesting placed them: the host ET's own parents were checked when it was read)."""
-    host_path, device_path = linked.host.path, linked.device.path
-    check_header(host_path, linked.host)
-    nodes = list(_outline(linked))
-    for node in nodes:
-        check_node_id(host_path, node.id)
-        check_node_times(host_path if node.cat is None else device_path, node)
-    check_parents(device_path, nodes)
-
-
 def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGroup] = None) -> None:
     """Write ET+ to ``path`` atomically (``.gz`` compresses; with a ``group``, moved into
     place when the group commits). Raises TraceFormatError, before anything is written,
-    when the converter would refuse it (:func:`check_writable`)."""
+    when the converter would refuse it (:func:`~chakra.link.writable.check_writable`)."""
     check_writable(linked)
     host = linked.host
     header = {"schema": host.schema, "pid": host.pid, "time": host.time,
