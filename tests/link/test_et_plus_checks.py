@@ -63,3 +63,16 @@ def test_ops_placed_under_each_other_name_the_kineto_trace(
     bad = msgspec.structs.replace(linked, ran_under={first: (second, tid), second: (first, tid)})
     cycle = rf"parent \(ran_under\) cycle through nodes {first} -> {second} -> {first}$"
     _refused(bad, tmp_path, linked.device.path, cycle)
+
+
+def test_a_host_parent_naming_a_gpu_node_that_it_launched_is_a_cycle(
+    linked: LinkedTrace, tmp_path: Path
+) -> None:
+    """A host ET parent id that names no host op (a root, when the host ET is read) but the
+    id the linker gives a GPU op that this op launched: the ET+ would hold a cycle."""
+    gpu = next(g for g in linked.gpu_nodes if g.parent_id is not None)
+    ops = tuple(msgspec.structs.replace(op, parent_id=gpu.node_id) if op.id == gpu.parent_id
+                else op for op in linked.host.ops)  # fmt: skip
+    bad = msgspec.structs.replace(linked, host=msgspec.structs.replace(linked.host, ops=ops))
+    cycle = f"^{linked.host.path}: parent cycle through nodes {gpu.parent_id} -> {gpu.node_id} -> "
+    _refused(bad, tmp_path, linked.host.path, cycle)
