@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.et_plus_model import EtPlusNode
@@ -73,38 +73,52 @@ def check_parents(
     """Refuse a parent cycle over ``ctrl_deps``, or over the op hierarchy the converter walks
     (a node's ``ran_under`` where that names a node, else its ``ctrl_deps``), naming the file
     (``ran_under_path``, when given, for a cycle that only ``ran_under`` closes) and the
-    nodes. Linear (:mod:`chakra.ingest.parent_cycles`): both walks start only at nodes whose
-    ``ctrl_deps`` is not below their id (but a root naming itself) or that have a
-    ``ran_under``."""
-    starts = [
-        node
-        for node in nodes
-        if node.ran_under is not None
-        or (
-            (parent := node.ctrl_deps) is not None
-            and parent >= node.id
-            and not names_itself(node.id, parent, node.name)
-        )
-    ]
-    if not starts:
-        return
-    by_id = {node.id: node for node in nodes}  # the last of a repeated id
+    nodes. Linear (:mod:`chakra.ingest.parent_cycles`): the walks start only at the nodes
+    :func:`may_close_a_cycle`."""
+    starts = [node.id for node in nodes if may_close_a_cycle(node)]
+    if starts:
+        by_id = {node.id: node for node in nodes}  # the last of a repeated id
+        check_parents_from(path, starts, by_id.get, ran_under_path)
+
+
+def may_close_a_cycle(node: EtPlusNode) -> bool:
+    """Whether a cycle may go through ``node``'s parent edge: one whose ``ctrl_deps`` is not
+    below its id (but a root naming itself), or one with a ``ran_under``. Every cycle has
+    such a node (ids cannot decrease all the way round)."""
+    parent = node.ctrl_deps
+    return node.ran_under is not None or (
+        parent is not None and parent >= node.id and not names_itself(node.id, parent, node.name)
+    )
+
+
+def check_parents_from(
+    path: PathLike,
+    starts: Sequence[int],
+    node_of: Callable[[int], Optional[EtPlusNode]],
+    ran_under_path: Optional[PathLike] = None,
+) -> None:
+    """:func:`check_parents` of the nodes ``node_of`` gives by id (None: no such node), given
+    the ids of every node that :func:`may_close_a_cycle` as ``starts``. Only the nodes on
+    the walks from there are asked for (a node may be built when asked)."""
 
     def parent_of(node_id: int) -> Optional[int]:
-        node = by_id[node_id]
-        parent = node.ctrl_deps
-        if parent not in by_id or names_itself(node_id, parent, node.name):
+        node = node_of(node_id)
+        parent = None if node is None else node.ctrl_deps
+        if parent is None or node_of(parent) is None or names_itself(node_id, parent, node.name):
             return None
         return parent
 
     def ran_under_of(node_id: int) -> Optional[int]:
-        ran_under = by_id[node_id].ran_under
-        return ran_under if ran_under in by_id else parent_of(node_id)
+        node = node_of(node_id)
+        ran_under = None if node is None else node.ran_under
+        if ran_under is not None and node_of(ran_under) is not None:
+            return ran_under
+        return parent_of(node_id)
 
     for relation, what, named in (
         (parent_of, "parent", path),
         (ran_under_of, "parent (ran_under)", ran_under_path or path),
     ):
-        cycle = parent_cycle((node.id for node in starts), relation)
+        cycle = parent_cycle(starts, relation)
         if cycle:
             raise cycle_error(named, cycle, what)

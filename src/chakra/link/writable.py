@@ -9,13 +9,17 @@ fails is rebuilt as the converter would read it (:func:`host_view`, :func:`gpu_v
 refused by the converter's own check, in its words. The host ET's parents were checked when
 it was read, but the written ones can still close a cycle: through where ops ran
 (``ran_under``, from Kineto's nesting), or through a host parent id that names no host op
-but a GPU node's id. Walking them is needed only when such an edge exists (a parent whose id
-is not below its child's, or a ``ran_under``).
+but a GPU node's id. The converter's walk (:func:`~chakra.ingest.et_plus_checks.
+check_parents_from`) is needed only when such an edge exists (a parent whose id is not
+below its child's, or a ``ran_under``), and builds only the nodes on its way.
+
+On a synthetic 696,000-node ET+ (no ``ran_under``) the checks take ~0.35 s, ~1% of the
+link; on a 348,000-node one with ``ran_under``, ~0.2 s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Optional
 
 from chakra.ingest.et_plus_checks import (
     ID_LIMIT,
@@ -23,7 +27,7 @@ from chakra.ingest.et_plus_checks import (
     check_header,
     check_node_id,
     check_node_times,
-    check_parents,
+    check_parents_from,
 )
 from chakra.ingest.et_plus_model import EtPlusNode
 from chakra.ingest.host_model import HostOp
@@ -40,9 +44,7 @@ def check_writable(linked: LinkedTrace) -> None:
     check_header(host_path, linked.host)
     _check_ids(linked)
     _check_times(linked)
-    if _may_close_a_cycle(linked):
-        nodes = list(_views(linked))
-        check_parents(host_path, nodes, ran_under_path=linked.device.path)
+    _check_parents(linked)
 
 
 def _check_ids(linked: LinkedTrace) -> None:
@@ -75,16 +77,20 @@ def _check_times(linked: LinkedTrace) -> None:
             check_node_times(linked.device.path, gpu_view(gpu, root_id=0))
 
 
-def _may_close_a_cycle(linked: LinkedTrace) -> bool:
-    """Whether a written parent edge may close a cycle (see the module doc)."""
-    if linked.ran_under:
-        return True
+def _check_parents(linked: LinkedTrace) -> None:
+    """The converter's parent check (:func:`~chakra.ingest.et_plus_checks.check_parents`) of
+    the written nodes: the walks start at those that may close a cycle (a ``ran_under``, or
+    a parent id not below their own but for a root naming itself: in most traces, none),
+    and the nodes on them are built when asked for."""
+    ran_under = {op_id for op_id in linked.ran_under if op_id in linked.matches}
+    starts = [*ran_under]
     for ops in (linked.host.ops, linked.replay_threads):
-        if any(op.parent_id >= op.id and not names_itself(op.id, op.parent_id, op.name)
-               for op in ops):  # fmt: skip
-            return True
-    return any(gpu.parent_id is not None and gpu.parent_id >= gpu.node_id
-               for gpu in linked.gpu_nodes)  # fmt: skip
+        starts += [op.id for op in ops if op.parent_id >= op.id and op.id not in ran_under
+                   and not names_itself(op.id, op.parent_id, op.name)]  # fmt: skip
+    starts += [gpu.node_id for gpu in linked.gpu_nodes
+               if gpu.parent_id is not None and gpu.parent_id >= gpu.node_id]  # fmt: skip
+    if starts:
+        check_parents_from(linked.host.path, starts, _ParentViews(linked).get, linked.device.path)
 
 
 def host_view(op: HostOp, linked: LinkedTrace) -> EtPlusNode:
@@ -110,15 +116,26 @@ def gpu_view(gpu: GpuNode, root_id: int) -> EtPlusNode:
                       cat=event.category)  # fmt: skip
 
 
-def _views(linked: LinkedTrace) -> Iterator[EtPlusNode]:
-    """Every node the writer writes, in its order: host ops, replay thread roots, GPU ops."""
-    root_id = process_root_id(linked)
-    for op in linked.host.ops:
-        yield host_view(op, linked)
-    for root in linked.replay_threads:
-        yield EtPlusNode(root.id, root.name, root.parent_id)
-    for gpu in linked.gpu_nodes:
-        yield gpu_view(gpu, root_id)
+class _ParentViews:
+    """The written nodes by id, with what the parent check reads (id, name, ``ctrl_deps``,
+    ``ran_under``), built when asked for."""
+
+    def __init__(self, linked: LinkedTrace) -> None:
+        self.host = {op.id: op for op in (*linked.host.ops, *linked.replay_threads)}
+        self.gpus = {gpu.node_id: gpu for gpu in linked.gpu_nodes}
+        self.ran_under = {op_id: ran_on[0] for op_id, ran_on in linked.ran_under.items()
+                          if op_id in linked.matches}  # fmt: skip
+        self.root_id = process_root_id(linked)
+
+    def get(self, node_id: int) -> Optional[EtPlusNode]:
+        op = self.host.get(node_id)
+        if op is not None:
+            return EtPlusNode(op.id, op.name, op.parent_id, ran_under=self.ran_under.get(op.id))
+        gpu = self.gpus.get(node_id)
+        if gpu is None:
+            return None
+        parent = gpu.parent_id if gpu.parent_id is not None else self.root_id
+        return EtPlusNode(gpu.node_id, gpu.event.name, parent, cat=gpu.event.category)
 
 
 def process_root_id(linked: LinkedTrace) -> int:
