@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +69,20 @@ def sim(out: Path, *files: Path, options: tuple[str, ...] = ()) -> Case:
 def validate(out: Path, *files: Path) -> Case:
     return Case("validate", tuple(map(str, files)), files, (), out,
                 unnamed_errors=VALIDATION_FAILED)  # fmt: skip
+
+
+@contextmanager
+def answer_within(seconds: int) -> Iterator[None]:
+    """Fail (AssertionError) what runs in this process for more than ``seconds``: a walk
+    that loops, which a forked tool's time-out would catch (SIGALRM; the main thread)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise AssertionError(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -231,9 +231,42 @@ def _op_embedded(seed: JsonSeed, doc: Any, rng: random.Random) -> str:
     return f"in the JSON of {_show(path)}: {step}"
 
 
+#: Roots that may name themselves as their parent (chakra.ingest.parent_cycles): not a cycle.
+_SELF_PARENT_NAMES = frozenset(
+    f"[pytorch|profiler|{kind}|{level}]"
+    for kind in ("execution_trace", "execution_graph") for level in ("process", "thread")
+) | {"__ROOT_PROCESS__", "__ROOT_THREAD__"}  # fmt: skip
+
+
+def _op_parent_cycle(seed: JsonSeed, doc: Any, rng: random.Random) -> str:
+    """Make one to three nodes of a host ET or ET+ each other's parents (``ctrl_deps``,
+    ``parent`` in 1.0.1, or an ET+ node's ``ran_under``): a ring, or a node naming itself."""
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    if not isinstance(nodes, list):
+        raise LookupError("no nodes")
+    candidates = [
+        node for node in nodes
+        if isinstance(node, dict) and type(node.get("id")) is int
+        and ("ctrl_deps" in node or "parent" in node)
+        and node.get("name") not in _SELF_PARENT_NAMES
+    ]  # fmt: skip
+    if not candidates:
+        raise LookupError("no node with a parent")
+    ring = rng.sample(candidates, min(1 + rng.randrange(3), len(candidates)))
+    keys = []
+    for child, parent in zip(ring, ring[1:] + ring[:1]):
+        key = "ctrl_deps" if "ctrl_deps" in child else "parent"
+        if "ran_under" in child and rng.randrange(2):
+            key = "ran_under"
+        child[key] = parent["id"]
+        keys.append(key)
+    shown = " -> ".join(f"{n['id']} ({k})" for n, k in zip(ring, keys))
+    return f"parent cycle {shown} -> {ring[0]['id']}"
+
+
 TREE_OPS: Sequence[tuple[int, Callable[[JsonSeed, Any, random.Random], str]]] = (
     (8, _op_replace), (3, _op_delete), (2, _op_duplicate), (1, _op_swap), (2, _op_graft),
-    (2, _op_add_key), (1, _op_embedded),
+    (2, _op_add_key), (1, _op_embedded), (1, _op_parent_cycle),
 )  # fmt: skip
 
 

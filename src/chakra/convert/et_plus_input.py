@@ -15,6 +15,7 @@ import msgspec
 
 from chakra.convert.et_plus_lines import read_by_lines, reread_nodes
 from chakra.errors import PathLike, TraceFormatError
+from chakra.ingest.et_plus_checks import check_parents, check_ranges
 from chakra.ingest.et_plus_model import EtPlusAttr as EtPlusAttr  # the model, re-exported
 from chakra.ingest.et_plus_model import EtPlusNode, EtPlusTrace, LinkInfo, NodePayload
 from chakra.ingest.et_plus_model import Number as Number
@@ -134,7 +135,9 @@ def load_et_plus(
     path: PathLike, keep_whole: Optional[Callable[[EtPlusNode], bool]] = None
 ) -> EtPlusTrace:
     """Load an ET+ JSON file (gzip by content), or a plain host ET, which becomes an ET+
-    without timing (a warning says so). Raises TraceFormatError naming the file.
+    without timing (a warning says so). Raises TraceFormatError naming the file, also for
+    what no ``.et`` can hold (:mod:`chakra.ingest.et_plus_checks`: numbers out of range, a
+    parent cycle).
 
     Our own ET+ is read a line at a time (see :mod:`chakra.convert.et_plus_lines`); other
     files are decoded whole. With ``keep_whole``, such a file whose node ids increase
@@ -147,7 +150,7 @@ def load_et_plus(
         outline = keep_whole is not None and _ids_increase(nodes)
         if keep_whole is not None and not outline:
             return load_et_plus(path)  # read again, whole: the outline cannot be used
-        check_ranges(path, header, nodes)
+        _check(path, header, nodes)
         return EtPlusTrace.of(path, header, nodes, header.chakra_link, outline)
     del by_lines
     data = read_json_bytes(path)
@@ -159,36 +162,15 @@ def load_et_plus(
     if not any(node.ts is not None for node in nodes):
         del nodes, raw  # read again as a host ET
         return _from_host_trace(path, data)
-    check_ranges(path, raw, nodes)
+    _check(path, raw, nodes)
     return EtPlusTrace.of(path, raw, nodes, raw.chakra_link)
 
 
-#: Input limits (docs/formats.md): ids below 2^62 (the converter numbers the nodes it adds
-#: after the largest, and ids must stay below 2^63), header integers 0 to 2^63-1, times
-#: and durations finite and within +-2^62 ns (in µs here), so that sums of two still fit.
-ID_LIMIT = 2**62
-HEADER_LIMIT = 2**63
-TIME_LIMIT_US = 2**62 / 1000
-_TIMES = ("ts", "dur", "inclusive_dur", "exclusive_dur", "idle_gap")
-
-
-def check_ranges(path: PathLike, header: Any, nodes: list[EtPlusNode]) -> None:
-    """Refuse numbers a ``.et`` cannot hold (see the limits above), naming the file and node."""
-    for name in ("pid", "start_ts", "finish_ts"):
-        value = getattr(header, name)
-        if value is not None and not 0 <= value < HEADER_LIMIT:
-            raise TraceFormatError(path, f"header {name} {value} is not 0 to 2^63-1")
-    limit = TIME_LIMIT_US
-    for node in nodes:
-        if not 0 <= node.id < ID_LIMIT:
-            problem = "is negative (ids are unsigned)" if node.id < 0 else "is 2^62 or more"
-            raise TraceFormatError(path, f"node id {node.id} {problem}")
-        for name in _TIMES:
-            value = getattr(node, name)
-            if value is not None and not -limit < value < limit:  # NaN fails too
-                raise TraceFormatError(
-                    path, f"node {node.id}: {name} {value} is not a finite time within +-2^62 ns"
-                )
+def _check(path: PathLike, header: Any, nodes: list[EtPlusNode]) -> None:
+    """What the converter needs of any ET+ (:mod:`chakra.ingest.et_plus_checks`): numbers
+    a ``.et`` can hold, and no parent cycle."""
+    check_ranges(path, header, nodes)
+    check_parents(path, nodes)
 
 
 def _read_lines(

@@ -16,6 +16,7 @@ import msgspec
 
 from chakra.convert.et_plus_input import EtPlusNode, EtPlusTrace, Number
 from chakra.convert.segments import Segment, Segmentation, SyncCall, cut_points
+from chakra.errors import TraceFormatError
 from chakra.ingest.device_model import CLOCK_RESOLUTION_US
 from chakra.ingest.edges import EARLY_END, EdgeKind
 from chakra.ingest.vocabulary import PROCESS_ROOT_NAMES, THREAD_ROOT_NAMES
@@ -85,7 +86,8 @@ class _Restore(msgspec.Struct, frozen=True, gc=False):
 def first_starts(nodes: Iterable[EtPlusNode], children: Mapping[int, list[EtPlusNode]]):
     """Each node's earliest measured start within its subtree (itself included), or None
     when nothing in it was timed: where an untimed op's work began, told by its timed
-    descendants. One post-order pass."""
+    descendants. One post-order pass: a node is entered once (its entry in ``first`` is
+    None until its subtree is done), so that even a parent cycle cannot make it loop."""
     first: dict[int, Optional[Number]] = {}
     for root in nodes:
         if root.id in first:
@@ -93,10 +95,11 @@ def first_starts(nodes: Iterable[EtPlusNode], children: Mapping[int, list[EtPlus
         stack: list[tuple[EtPlusNode, bool]] = [(root, False)]
         while stack:
             node, done = stack.pop()
-            if node.id in first:
-                continue
             kids = children.get(node.id, ())
             if not done:
+                if node.id in first:
+                    continue
+                first[node.id] = None  # entered
                 stack.append((node, True))
                 stack.extend((kid, False) for kid in kids if kid.id not in first)
                 continue
@@ -219,13 +222,14 @@ def _chain(
 ) -> list[IdleNode]:
     """The walk of :func:`thread_chains`: an explicit stack of nodes, segments and restore
     marks, each with the chain (thread root id) it belongs to; ``last[chain]`` is the node
-    the next one on that chain follows."""
+    the next one on that chain follows. More node walks than :func:`_walk_bound` mean a
+    parent cycle the reader let through: refused rather than followed forever."""
     idle: list[IdleNode] = []
     last: dict[int, int] = {}
     detached = segments.detached
-    stack: list[tuple[object, int]] = [
-        (root, root.id) for root in reversed(_roots(trace.nodes, by_id))
-    ]
+    roots = _roots(trace.nodes, by_id)
+    stack: list[tuple[object, int]] = [(root, root.id) for root in reversed(roots)]
+    walks_left = _walk_bound(trace, roots, by_id)
     while stack:
         item, chain = stack.pop()
         if isinstance(item, _Restore):
@@ -237,6 +241,8 @@ def _chain(
             last[chain] = item.node_id
             continue
         node = item
+        if (walks_left := walks_left - 1) < 0:
+            raise TraceFormatError(trace.path, "parent cycle in the op hierarchy")
         parent = by_id.get(node.ctrl_deps) if node.ctrl_deps is not None else None
         if node.name in THREAD_ROOT_NAMES:
             graph.add(node.ctrl_deps, node.id, "thread_start")
@@ -264,6 +270,16 @@ def _chain(
             pieces = children.get(node.id, [])
         stack.extend((piece, chain) for piece in reversed(pieces))
     return idle
+
+
+def _walk_bound(
+    trace: EtPlusTrace, roots: list[EtPlusNode], by_id: Mapping[int, EtPlusNode]
+) -> int:
+    """How many node walks :func:`_chain` makes at most without a parent cycle: a node is
+    walked once for each root among itself and its ancestors (a root that ran under
+    another node is walked as a root and as that node's child)."""
+    also_children = sum(1 for r in roots if r.ran_under in by_id and r.ran_under != r.id)
+    return len(trace.nodes) * (1 + also_children) + 1
 
 
 def _idle_before(

@@ -37,6 +37,7 @@ from chakra.ingest.json_input import (
     gc_paused,
     read_json_bytes,
 )
+from chakra.ingest.parent_cycles import check_host_parents
 from chakra.ingest.vocabulary import PROCESS_GROUP_INIT_NAME, RECORD_PARAM_COMMS_NAME
 from chakra.progress import Progress, phase
 
@@ -55,7 +56,8 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
     """Load a host ET; gzip is recognised by content.
 
     Raises :class:`~chakra.errors.TraceFormatError` (one line naming the file) for a file
-    that is not a host ET of a readable layout. An unknown schema version is read with the
+    that is not a host ET of a readable layout, or whose parents form a cycle (naming its
+    nodes: :mod:`chakra.ingest.parent_cycles`). An unknown schema version is read with the
     layout its nodes show, with a warning logged and kept in ``HostTrace.notes``. ``data``
     is the file's decompressed content when the caller has already read it.
     """
@@ -71,6 +73,7 @@ def load_host_trace(path: PathLike, data: Optional[bytes] = None) -> HostTrace:
         first = _decode_node(path, raw.nodes, 0) if raw.nodes else None
         version, layout, notes = _resolve_schema(path, raw.schema, first)
         ops = _build_ops(path, raw.nodes, layout, progress)
+        check_host_parents(path, ops)
     groups, group_note = _process_groups(ops)
     if group_note:
         notes.append(group_note)

@@ -26,6 +26,7 @@ from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
 from chakra.link.linked_trace import GpuNode, LinkedTrace
 from chakra.link.report import report_fields
+from chakra.link.writable import check_writable, process_root_id
 from chakra.progress import tracked
 
 FORMAT = "chakra-et-plus/1"
@@ -153,7 +154,7 @@ def _nodes(linked: LinkedTrace) -> Iterator[dict[str, Any]]:
         yield host_node(op, linked, extras)
     for root in linked.replay_threads:  # ids between the host ET's and the GPU nodes'
         yield host_node_untimed(root, extras)
-    root_id = next((op.id for op in linked.host.ops if op.is_process_root), 1)
+    root_id = process_root_id(linked)
     for gpu in linked.gpu_nodes:
         op = parents.get(gpu.parent_id) if gpu.parent_id else None
         yield gpu_node(gpu, None if op is None else host_node_untimed(op, extras), root_id)
@@ -172,7 +173,9 @@ def _metadata(linked: LinkedTrace) -> dict[str, Any]:
 
 def write_et_plus(linked: LinkedTrace, path: PathLike, group: Optional[AtomicGroup] = None) -> None:
     """Write ET+ to ``path`` atomically (``.gz`` compresses; with a ``group``, moved into
-    place when the group commits)."""
+    place when the group commits). Raises TraceFormatError, before anything is written,
+    when the converter would refuse it (:func:`~chakra.link.writable.check_writable`)."""
+    check_writable(linked)
     host = linked.host
     header = {"schema": host.schema, "pid": host.pid, "time": host.time,
               "start_ts": host.start_ts, "finish_ts": host.finish_ts}  # fmt: skip
@@ -196,7 +199,9 @@ def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
     :func:`chakra.convert.load_et_plus` would give it, without the file: for the converter
     when a trace fits in memory (big ones go through the file, read as an outline). Each
     node is still built as its ET+ JSON (the writer's one definition of the format) and
-    decoded; ``path`` is the host trace's, for messages."""
+    decoded; ``path`` is the host trace's, for messages. Raises TraceFormatError as
+    :func:`write_et_plus` does."""
+    check_writable(linked)
     host = linked.host
     nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
     summary = LinkSummary(contradictions=dict(linked.report.contradictions))
