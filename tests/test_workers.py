@@ -7,13 +7,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 import chakra
+from chakra.errors import ChakraError
 from chakra.synth import SynthOptions, generate_job
+from chakra.workers import process_pool
 
 psutil = pytest.importorskip("psutil")  # a test dependency, not the package's
 
@@ -181,3 +184,35 @@ def test_a_worker_that_dies_is_one_error_not_a_traceback() -> None:
     assert done.stderr.splitlines()[-1].startswith(
         "chakra.errors.WorkerDiedError: a worker process ended abruptly"
     ), done.stderr
+
+
+class _TwoArgumentError(Exception):
+    """An exception that pickles but cannot be unpickled (its ``__init__`` needs two
+    arguments, its ``args`` hold one): what several ChakraErrors were (issue 30)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+
+def _raise_two_argument_error() -> None:
+    raise _TwoArgumentError("a.json", "broken")
+
+
+def _raise_chakra_error_holding_a_lock() -> None:
+    error = ChakraError("a.json: broken")
+    error.lock = threading.Lock()  # type: ignore[attr-defined]  # cannot be pickled
+    raise error
+
+
+def test_an_error_that_cannot_cross_is_replaced_not_a_dead_pool() -> None:
+    """An error the parent could not unpickle broke the pool ("a worker process ended
+    abruptly"); one that cannot be pickled at all lost its message. The worker now sends a
+    stand-in: a ChakraError with the same message, or a RuntimeError naming a bug's type;
+    the pool stays usable."""
+    with process_pool(2) as pool:
+        bug = pool.submit(_raise_two_argument_error).exception(timeout=60)
+        chakra = pool.submit(_raise_chakra_error_holding_a_lock).exception(timeout=60)
+        assert pool.submit(sum, [1, 2]).result(timeout=60) == 3
+    assert type(bug) is RuntimeError
+    assert str(bug) == "_TwoArgumentError in a worker process: a.json: broken"
+    assert type(chakra) is ChakraError and str(chakra) == "a.json: broken"
