@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Optional
 
 import msgspec
@@ -26,9 +27,12 @@ COMM_ATTR_FIELDS = {
 
 
 #: Input limits of a process-group table: ranks are ids (< 2^63), and a group lists at most
-#: this many ranks (``ranks: []`` stands for ``range(group_size)``, built in memory).
+#: this many ranks (``ranks: []`` stands for ``range(group_size)``, built in memory), and so
+#: do all groups of a table together (many groups of ``ranks: []`` and a big group_size
+#: are a few bytes that expand to more ranks than memory holds).
 RANK_LIMIT = 2**63
 MAX_GROUP_SIZE = 1 << 24
+MAX_TABLE_RANKS = 1 << 24
 
 
 def group_problem(ranks: Any, group_size: Any) -> Optional[str]:
@@ -42,6 +46,18 @@ def group_problem(ranks: Any, group_size: Any) -> Optional[str]:
         type(group_size) is int and 0 <= group_size <= MAX_GROUP_SIZE
     ):
         return f"group_size {str(group_size)[:60]} is not 0 to {MAX_GROUP_SIZE:,}"
+    return None
+
+
+def table_problem(member_counts: Iterable[int]) -> Optional[str]:
+    """What is wrong with a table whose groups have ``member_counts`` ranks each (listed,
+    or ``group_size`` for ``ranks: []``), once every group passed :func:`group_problem`."""
+    total = sum(member_counts)
+    if total > MAX_TABLE_RANKS:
+        return (
+            f"its groups hold {total:,} ranks in all (ranks: [] stands for group_size "
+            f"ranks), over {MAX_TABLE_RANKS:,}"
+        )
     return None
 
 
@@ -65,6 +81,9 @@ def parse_process_groups(inputs: OpArgs) -> tuple[tuple[ProcessGroup, ...], Opti
         if problem is not None:
             name = str(g.pg_name)[:40]
             return (), f"process_group:init group {name!r}: {problem}; groups unknown"
+    problem = table_problem(len(g.ranks or ()) or (g.group_size or 0) for g in raw_groups)
+    if problem is not None:
+        return (), f"process_group:init: {problem}; groups unknown"
     groups = tuple(
         ProcessGroup(
             pg_name=str(g.pg_name),
