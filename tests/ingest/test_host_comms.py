@@ -118,3 +118,12 @@ def test_an_expanding_table_is_one_note_not_a_memory_error(tmp_path: Path) -> No
     )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "671,088,640 ranks in all" in done.stdout
+
+
+def test_a_group_named_by_a_digit_int_refuses_loads(tmp_path: Path) -> None:
+    """A group named "²", a digit to ``str.isdigit`` that ``int`` refuses: ValueError when
+    groups were named (issue 30, finding 9)."""
+    table = [{"pg_name": "²", "ranks": [0, 1, 2, 3]}, {"pg_name": "7", "ranks": [0, 1]}]
+    comms = [comms_node(5, WORLD_ADDRESS, 3, "allreduce", 4)]
+    trace = load_host_trace(legacy_trace(tmp_path, comms, table))
+    assert [op.comm.pg_address for op in trace.ops if op.comm] == [WORLD_ADDRESS]

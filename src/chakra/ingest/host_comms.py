@@ -61,6 +61,12 @@ def table_problem(member_counts: Iterable[int]) -> Optional[str]:
     return None
 
 
+def _is_group_number(name: str) -> bool:
+    """Whether a group name is a number (ASCII digits, below 2^63: ``"²"`` is a digit that
+    ``int`` refuses, and thousands of digits would not parse)."""
+    return name.isascii() and name.isdigit() and len(name) < 19
+
+
 def parse_process_groups(inputs: OpArgs) -> tuple[tuple[ProcessGroup, ...], Optional[str]]:
     """The groups listed by a ``## process_group:init ##`` op, and a note if unreadable.
 
@@ -189,7 +195,7 @@ def name_groups(
         elif comm.pg_name is None and comm.collective_name not in (None, "wait"):
             no_group += 1
     from_table = _addresses_in_table(ops, groups, set(first_use))
-    taken = [int(g.pg_name) for g in groups if g.pg_name.isdigit()]
+    taken = [int(g.pg_name) for g in groups if _is_group_number(g.pg_name)]
     base = max(taken) + 1 if taken else 0
     ranked = sorted(set(first_use) - set(from_table), key=first_use.__getitem__)
     canonical = {address: str(base + i) for i, address in enumerate(ranked)}
