@@ -7,7 +7,9 @@ found by introspection, so a new one is covered."""
 
 from __future__ import annotations
 
+import copyreg
 import inspect
+import io
 import pickle
 import typing
 from typing import Any
@@ -71,6 +73,23 @@ def test_every_error_survives_pickling(kind: type[ChakraError]) -> None:
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is kind
     assert (str(copy), copy.args, vars(copy)) == (str(error), error.args, vars(error))
+
+
+@pytest.mark.parametrize("kind", ERROR_CLASSES, ids=lambda kind: kind.__name__)
+def test_every_error_survives_tblibs_pickling(kind: type[ChakraError]) -> None:
+    """As pickled where dask's distributed is imported (tblib's reducer for exceptions,
+    which keeps causes and tracebacks, set for this pickler only)."""
+    pickling_support = pytest.importorskip("tblib.pickling_support")
+    positional, keywords = _arguments(kind)
+    error = kind(*positional, **keywords)
+    error.__cause__ = ValueError("the cause")
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer)
+    pickler.dispatch_table = {**copyreg.dispatch_table, kind: pickling_support.pickle_exception}
+    pickler.dump(error)
+    copy = pickle.loads(buffer.getvalue())
+    assert type(copy) is kind and str(copy) == str(error) and vars(copy) == vars(error)
+    assert str(copy.__cause__) == "the cause"
 
 
 def test_every_error_raised_in_a_worker_reaches_the_parent_whole() -> None:
