@@ -188,10 +188,15 @@ def test_a_worker_that_dies_is_one_error_not_a_traceback() -> None:
 
 class _TwoArgumentError(Exception):
     """An exception that pickles but cannot be unpickled (its ``__init__`` needs two
-    arguments, its ``args`` hold one): what several ChakraErrors were (issue 30)."""
+    arguments, its reduction gives one): what several ChakraErrors were (issue 30). The
+    reduction is explicit so that tblib's reducers (installed for every exception class
+    once dask's distributed is imported, as other tests do) cannot repair it."""
 
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return type(self), (str(self),)
 
 
 def _raise_two_argument_error() -> None:
