@@ -7,13 +7,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 import chakra
+from chakra.errors import ChakraError
 from chakra.synth import SynthOptions, generate_job
+from chakra.workers import process_pool
 
 psutil = pytest.importorskip("psutil")  # a test dependency, not the package's
 
@@ -181,3 +184,50 @@ def test_a_worker_that_dies_is_one_error_not_a_traceback() -> None:
     assert done.stderr.splitlines()[-1].startswith(
         "chakra.errors.WorkerDiedError: a worker process ended abruptly"
     ), done.stderr
+
+
+class _TwoArgumentError(Exception):
+    """An exception that pickles but cannot be unpickled (its ``__init__`` needs two
+    arguments, its reduction gives one): what several ChakraErrors were (issue 30). The
+    reduction is explicit so that tblib's reducers (installed for every exception class
+    once dask's distributed is imported, as other tests do) cannot repair it."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return type(self), (str(self),)
+
+
+def _raise_two_argument_error() -> None:
+    raise _TwoArgumentError("a.json", "broken")
+
+
+def _raise_chakra_error_holding_a_lock(tblib: bool) -> None:
+    if tblib:  # in this worker only: how dask's distributed pickles every exception
+        from tblib import pickling_support
+
+        pickling_support.install(ChakraError)
+    error = ChakraError("a.json: broken")
+    error.lock = threading.Lock()  # type: ignore[attr-defined]  # cannot be pickled
+    raise error
+
+
+@pytest.mark.parametrize("tblib", [False, True], ids=["pickle", "tblib"])
+def test_an_error_that_cannot_cross_is_replaced_not_a_dead_pool(tblib: bool) -> None:
+    """An error the parent could not unpickle broke the pool ("a worker process ended
+    abruptly"); one that cannot be pickled at all lost its message. The worker now sends a
+    stand-in: a ChakraError with the same message, or a RuntimeError naming a bug's type
+    (and holding the worker's traceback); the pool stays usable. Also where tblib's
+    reducers pickle exceptions with their causes and contexts (dask's distributed)."""
+    if tblib:
+        pytest.importorskip("tblib")
+    with process_pool(2) as pool:
+        bug = pool.submit(_raise_two_argument_error).exception(timeout=60)
+        chakra = pool.submit(_raise_chakra_error_holding_a_lock, tblib).exception(timeout=60)
+        assert pool.submit(sum, [1, 2]).result(timeout=60) == 3
+    assert type(bug) is RuntimeError
+    first, *where = str(bug).splitlines()
+    assert first == "_TwoArgumentError in a worker process: a.json: broken"
+    assert "in _raise_two_argument_error" in "\n".join(where)
+    assert type(chakra) is ChakraError and str(chakra) == "a.json: broken"

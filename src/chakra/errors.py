@@ -8,13 +8,31 @@ offset or node concerned.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Callable, Optional, Union
 
 PathLike = Union[str, Path]
 
 
 class ChakraError(Exception):
-    """Base of every error the package raises on purpose."""
+    """Base of every error the package raises on purpose.
+
+    Every subclass survives pickling (a worker process's error reaches its parent whole):
+    the copy is rebuilt from the original's ``args`` and attributes without calling
+    ``__init__``, whatever arguments a subclass's ``__init__`` takes.
+    """
+
+    def __reduce__(self) -> tuple[Callable[..., ChakraError], tuple[Any, ...]]:
+        return _rebuild_error, (type(self), self.args, dict(vars(self)))
+
+
+def _rebuild_error(
+    kind: type[ChakraError], args: tuple[Any, ...], attributes: dict[str, Any]
+) -> ChakraError:
+    """The unpickled copy of a :class:`ChakraError` (see its ``__reduce__``)."""
+    error = kind.__new__(kind)
+    error.args = args
+    vars(error).update(attributes)
+    return error
 
 
 class Terminated(KeyboardInterrupt):

@@ -22,16 +22,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from types import FrameType, TracebackType
 from typing import Any, Callable, Optional
 
-from chakra.errors import Terminated, WorkerDiedError
+from chakra.errors import ChakraError, Terminated, WorkerDiedError
 
 #: How often a worker checks that its parent lives (seconds).
 PARENT_CHECK_S = 0.5
@@ -97,10 +99,33 @@ def _task(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     _in_task = True
     try:
         return fn(*args, **kwargs)
+    except Exception as exc:
+        stand_in = _passable(exc)
+        if stand_in is exc:
+            raise
     finally:
         _in_task = False
         if _stopped_by:  # unwound: end here, never back to a task queue whose peers may be
             os._exit(128 + _stopped_by)  # gone (no queue lock is held during a task)
+    # raised outside the handler: a context holding the original would be pickled with it
+    # where tblib's reducers are installed (dask's distributed installs them)
+    raise stand_in
+
+
+def _passable(error: Exception) -> Exception:
+    """``error`` when a copy of it reaches the parent (it pickles and unpickles), else a
+    stand-in that does: a :class:`ChakraError` with the same message (the tools still
+    report it as one line), or, for a bug, a ``RuntimeError`` naming its type, its message
+    on the first line and the worker's traceback after. An error
+    that cannot be unpickled would otherwise break the pool, reported as a dead worker."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:  # whatever the copy fails on, the stand-in passes
+        if isinstance(error, ChakraError):
+            return ChakraError(str(error))
+        where = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        return RuntimeError(f"{type(error).__qualname__} in a worker process: {error}\n{where}")
+    return error
 
 
 def _on_stop(signum: int, frame: Optional[FrameType]) -> None:

@@ -79,6 +79,14 @@ def test_group_tables_that_are_not_json_strings_are_unknown() -> None:
     assert process_groups(_init_node([json.dumps(good)])) == good
 
 
+def test_group_tables_expanding_beyond_the_limit_are_unknown() -> None:
+    """Groups of ``ranks: []`` stand for range(group_size): 40 of 2^24 ranks expanded to
+    671 million ranks (MemoryError); over 2^24 ranks in all, the table is unknown."""
+    table = [{"pg_name": str(n), "ranks": [], "group_size": 2**24} for n in range(40)]
+    assert process_groups(_init_node([json.dumps(table)])) == []
+    assert process_groups(_init_node([json.dumps(table[:1])])) == table[:1]
+
+
 def test_host_group_table_checks() -> None:
     assert parse_process_groups(OpArgs(b'{"values": 5}'))[0] == ()
     table = json.dumps([{"pg_name": "0", "ranks": [], "group_size": 2**70}])

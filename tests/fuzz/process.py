@@ -211,7 +211,9 @@ def preload(modules: Iterable[str]) -> None:
     for module in modules:
         if not module.endswith(".py"):
             importlib.import_module(f"chakra.cli.{module}")
-    for lazy in ("chakra.text", "chakra.et.graph_checks", "chakra.simulate.analysis"):
+    for lazy in ("chakra.text", "chakra.et.graph_checks", "chakra.simulate.analysis",
+                 "chakra.ranks.files", "chakra.simulate.plot", "chakra.simulate.run",
+                 "chakra.simulate.untimed", "chakra.tools.validate_files"):  # fmt: skip
         importlib.import_module(lazy)
 
 

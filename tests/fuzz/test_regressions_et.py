@@ -158,6 +158,37 @@ def test_timeline_of_graph_without_measured_starts(tmp_path: Path) -> None:
         check(timeline_of(timeline, out_dir(tmp_path / "again")))
 
 
+@pytest.mark.parametrize("cleared", ["starts", "durations", "both"])
+def test_timeline_and_plots_of_graphs_without_measured_times(
+    base: dict[str, Path], tmp_path: Path, cleared: str
+) -> None:
+    """Issue 30 reported this again (finding 9: "a timeline asked for a graph with no
+    measured times"); it does not reproduce. Both ranks of the synthetic job with their
+    measured starts, their durations (field and ``duration_ns``) or both cleared, and one
+    rank alone so: timeline (--compare, --timeline-segments) and both plots."""
+
+    def edit(_: Any, nodes: list[Any]) -> None:
+        for node in nodes:
+            if cleared != "durations":
+                node.ClearField("start_time_micros")
+            if cleared != "starts":
+                node.ClearField("duration_micros")
+                kept = [a for a in node.attr if a.name != "duration_ns"]
+                del node.attr[:]
+                node.attr.extend(kept)
+
+    graphs = [handmade.edit_et(base[key], tmp_path / f"{key}.et", edit)
+              for key in ("et", "et_peer")]  # fmt: skip
+    for files in (graphs, [base["et"], graphs[1]]):
+        out = out_dir(tmp_path / f"{files[0].stem}-out")
+        timeline, plot, bars = out / "timeline.json", out / "u.png", out / "m.png"
+        options = ("--timeline", str(timeline), "--compare", "--timeline-segments",
+                   "--plot", str(plot), "--plot-makespans", str(bars))  # fmt: skip
+        check(Case("sim", (*map(str, files), *options), tuple(files), (timeline, plot, bars),
+                   out))  # fmt: skip
+        check(timeline_of(timeline, out_dir(tmp_path / f"{files[0].stem}-again")))
+
+
 def test_trace_info_attribute_of_another_kind(base: dict[str, Path], tmp_path: Path) -> None:
     graph = _with_attr(base, tmp_path, "comm_type", field_bytes(14, b""))
     check(Case("trace_info", (str(graph),), (graph,), (), out_dir(tmp_path)))

@@ -126,6 +126,20 @@ def test_groups_are_sorted_parents_first(tmp_path: Path) -> None:
     assert trace.thread_names == ((1, 1, "main"),)
 
 
+@pytest.mark.parametrize("digits", ["9" * 5000, str(2**63)])
+def test_a_step_number_beyond_int64_is_one_line(tmp_path: Path, digits: str) -> None:
+    """``ProfilerStep#`` and 5,000 digits: ``int`` refused it (ValueError, a traceback in
+    trace_info and trace_link; issue 30, finding 9)."""
+    events = [op("x", 100), op(f"ProfilerStep#{digits}", 90, 200, cat="user_annotation")]
+    path = write(tmp_path / "k.json", kineto(events))
+    shown = digits if len(digits) < 25 else "99999999999999999999... (5,000 digits)"
+    expected = f"event 1 (ProfilerStep#{shown}): the step number is not 0 to 2^63-1"
+    assert_one_line_error(load_device_trace, path, expected, TraceFormatError)
+    events[1] = op(f"ProfilerStep#{2**63 - 1}", 90, 200, cat="user_annotation")
+    steps = load_device_trace(write(tmp_path / "k.json", kineto(events))).steps
+    assert [step.number for step in steps] == [2**63 - 1]
+
+
 def test_string_ids_are_coerced(tmp_path: Path) -> None:
     events = [op("x", 1, **{"External id": "12", "Ev Idx": "3"})]
     (event,) = load_device_trace(write(tmp_path / "k.json", kineto(events))).cpu_ops

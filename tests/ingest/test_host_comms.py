@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
+import chakra
 from chakra.ingest import load_host_trace
+from chakra.ingest.host_comms import parse_process_groups
+from chakra.ingest.host_model import OpArgs
 
 WORLD_ADDRESS, PAIR_ADDRESS = 0x7F3A12349D40, 0x7F3A12349EE8
+SRC = str(Path(chakra.__file__).resolve().parents[1])
 
 
 def comms_node(node_id: int, address: int, place: int, name: str, size: int) -> dict:
@@ -71,3 +78,52 @@ def test_a_collective_without_group_joins_the_world_group(tmp_path: Path) -> Non
     (op,) = [op for op in trace.ops if op.comm]
     assert (op.comm.pg_name, op.comm.pg_address) == ("0", None)
     assert any("taken to be the world group '0'" in n for n in trace.notes)
+
+
+#: 40 groups of ``ranks: []`` (range(group_size)) of 2^24 ranks each: 1 KB of table that
+#: expanded to 671 million ranks in memory (MemoryError; issue 30, finding 9).
+EXPANDING_TABLE = [{"pg_name": str(n), "ranks": [], "group_size": 2**24} for n in range(40)]
+
+
+def test_a_table_whose_groups_expand_beyond_the_limit_is_unknown() -> None:
+    table = json.dumps(EXPANDING_TABLE)
+    groups, note = parse_process_groups(OpArgs(json.dumps({"values": [table]}).encode()))
+    assert groups == ()
+    assert note == (
+        "process_group:init: its groups hold 671,088,640 ranks in all (ranks: [] stands for "
+        "group_size ranks), over 16,777,216; groups unknown"
+    )
+    fits = json.dumps(
+        [{"pg_name": "0", "ranks": [], "group_size": 2**23}, {"pg_name": "x", "ranks": [0, 1]}]
+    )
+    groups, note = parse_process_groups(OpArgs(json.dumps({"values": [fits]}).encode()))
+    assert len(groups) == 2 and note is None
+
+
+def test_an_expanding_table_is_one_note_not_a_memory_error(tmp_path: Path) -> None:
+    """chakra_trace_info under a 3 GiB address-space limit: the table is reported unknown,
+    in one note; it used to expand every group (MemoryError after ~20 s)."""
+    comms = [comms_node(5, WORLD_ADDRESS, 3, "allreduce", 2**24)]
+    path = legacy_trace(tmp_path, comms, EXPANDING_TABLE)
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+        "from chakra.cli.trace_info import main; sys.argv[0] = 'chakra_trace_info'; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "671,088,640 ranks in all" in done.stdout
+
+
+def test_a_group_named_by_a_digit_int_refuses_loads(tmp_path: Path) -> None:
+    """A group named "²", a digit to ``str.isdigit`` that ``int`` refuses: ValueError when
+    groups were named (issue 30, finding 9)."""
+    table = [{"pg_name": "²", "ranks": [0, 1, 2, 3]}, {"pg_name": "7", "ranks": [0, 1]}]
+    comms = [comms_node(5, WORLD_ADDRESS, 3, "allreduce", 4)]
+    trace = load_host_trace(legacy_trace(tmp_path, comms, table))
+    assert [op.comm.pg_address for op in trace.ops if op.comm] == [WORLD_ADDRESS]

@@ -73,3 +73,12 @@ def test_send_recv_ends_are_filled_from_a_group_of_two_and_the_rest_are_unpaired
     assert agreement.fills[0][1].comm_src == 0 and agreement.fills[0][1].comm_dst == 1
     assert agreement.fills[1][5].comm_src == 0 and agreement.fills[1][5].comm_dst == 1
     assert agreement.unpaired == {0: [2]}
+
+
+def test_group_names_that_are_digits_int_refuses_are_names_not_numbers() -> None:
+    """Names "²" (a digit to ``str.isdigit``, not to ``int``) and 5,000 digits (over the
+    int-string limit) raised ValueError (issue 30, finding 9); now they are names."""
+    for name in ("²", "9" * 5000):
+        ranks = [[coll(1, 2, 64, name, pg_size=2)] for _ in range(4)]
+        result = agree(ranks)
+        assert result.fills == {2: {1: Fill(pg_name="0")}, 3: {1: Fill(pg_name="0")}}

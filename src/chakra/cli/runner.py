@@ -77,15 +77,21 @@ def run_tool(
 def sigterm_interrupts() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`~chakra.errors.Terminated` in the main thread,
     so it unwinds like Ctrl-C (Python's default for SIGTERM is to die on the spot, leaving
-    temporaries). Only the main thread can set handlers: elsewhere the block runs as is."""
+    temporaries), and Ctrl-C raises ``KeyboardInterrupt``; after it, both handlers are as
+    before (a console script's early guard, :func:`chakra.cli.launch.install_guard`). Only
+    the main thread can set handlers: elsewhere the block runs as is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous = {
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated),
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _raise_terminated(signum: int, frame: Optional[FrameType]) -> None:

@@ -8,24 +8,15 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
-
-import msgspec
+from typing import TYPE_CHECKING, Optional
 
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio import AtomicGroup, atomic_output
-from chakra.ingest.detect import TraceKind, require_kind
-from chakra.ranks.files import load_agreed
-from chakra.simulate import PathEntry, RankResult, ScaleRule, SimOptions, SimResult
-from chakra.simulate.analysis import log_reference_lines
-from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
-from chakra.simulate.network import NetworkModel
-from chakra.simulate.plot import PlotFormatError, image_format, plot_makespans, plot_utilisation
-from chakra.simulate.replay import Replay, replay
-from chakra.simulate.run import chrome_trace, load_astra_graph
-from chakra.simulate.untimed import untimed_communication
+
+if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
+    from chakra.simulate import PathEntry, RankResult, ScaleRule, SimResult
+    from chakra.simulate.replay import Replay
 
 THREADS_STREAMS, ASTRA_SIM = "threads-streams", "astra-sim"
 logger = logging.getLogger(__name__)
@@ -57,7 +48,6 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
         "--scale",
         action="append",
         default=[],
-        type=_scale_rule,
         metavar="TARGET[@QUALIFIER...]=FACTOR",
         help="what-if: multiply durations by FACTOR (0: free, never negative). TARGET is a "
         "class: compute, comm, cpu or gpu (ops only), delay or idle (the converter's [delay] "
@@ -97,7 +87,7 @@ def _add_picture_options(parser: argparse.ArgumentParser) -> None:
     """The files drawn: ``--plot``, ``--plot-makespans``, and what ``--timeline`` shows."""
     parser.add_argument(
         "--plot",
-        type=_image_path,
+        type=Path,
         metavar="PATH",
         help="draw the busy fraction over time of every host thread and GPU stream of each "
         "rank, simulated beside measured, all on one time axis in µs; the extension picks "
@@ -105,7 +95,7 @@ def _add_picture_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--plot-makespans",
-        type=_image_path,
+        type=Path,
         metavar="PATH",
         help="draw each rank's makespan as bars: measured, replay, model-only (delays and "
         "idle time zeroed) and, with --scale or --network, the what-if one",
@@ -123,27 +113,38 @@ def _add_picture_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _scale_rule(text: str) -> ScaleRule:
-    """An argparse type: a what-if rule; one that does not parse is a usage error."""
-    try:
-        return ScaleRule.parse(text)
-    except ChakraError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--scale ")) from None
+def _parsed_options(args: argparse.Namespace) -> list[ScaleRule]:
+    """The ``--scale`` rules; a rule that does not parse, or a plot path whose extension
+    names a format matplotlib cannot write, is a usage error (before any work). Checked
+    here rather than while parsing: the simulator and matplotlib load after the parse."""
+    from chakra.simulate import ScaleRule
+    from chakra.simulate.plot import image_format
 
-
-def _image_path(text: str) -> Path:
-    """An argparse type: a plot's path, whose extension must name a format matplotlib
-    writes (a usage error otherwise, before any work)."""
-    try:
-        image_format(text)
-    except PlotFormatError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return Path(text)
+    rules = []
+    for text in args.scale:
+        try:
+            rules.append(ScaleRule.parse(text))
+        except ChakraError as exc:
+            raise UsageError(f"argument --scale: {str(exc).removeprefix('--scale ')}") from None
+    for option, path in (("--plot", args.plot), ("--plot-makespans", args.plot_makespans)):
+        if path is not None:
+            try:
+                image_format(path)
+            except ChakraError as exc:
+                raise UsageError(f"argument {option}: {exc}") from None
+    return rules
 
 
 def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
     """The replay of the chosen resource model and its what-if: ``--network`` is the
     what-if's model (threads-streams) or ASTRA-sim's ring (astra-sim)."""
+    from chakra.ranks.files import load_agreed
+    from chakra.simulate import SimOptions
+    from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
+    from chakra.simulate.network import NetworkModel
+    from chakra.simulate.replay import replay
+    from chakra.simulate.run import load_astra_graph
+
     if args.resources != ASTRA_SIM:
         network = NetworkModel.parse(args.network) if args.network else None
         return replay(load_agreed(args.paths, args.serialize_gpu), rules, network)
@@ -156,7 +157,10 @@ def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
 
 
 def _simulate(args: argparse.Namespace) -> None:
-    rules: list[ScaleRule] = args.scale
+    from chakra.ingest.detect import TraceKind, require_kind
+    from chakra.simulate.analysis import log_reference_lines
+
+    rules = _parsed_options(args)
     prepare_outputs([args.timeline, args.plot, args.plot_makespans], args.paths)
     for path in args.paths:
         require_kind(
@@ -192,6 +196,10 @@ def _simulate(args: argparse.Namespace) -> None:
 def _write_pictures(args: argparse.Namespace, run: Replay) -> None:
     """The ``--timeline``, ``--plot`` and ``--plot-makespans`` files asked for: all of
     them, or none."""
+    from chakra.fileio import AtomicGroup, atomic_output
+    from chakra.simulate.plot import plot_makespans, plot_utilisation
+    from chakra.simulate.run import chrome_trace
+
     with AtomicGroup() as group:
         if args.timeline is not None:
             with atomic_output(args.timeline, text=True, group=group) as out:
@@ -205,6 +213,8 @@ def _write_pictures(args: argparse.Namespace, run: Replay) -> None:
 
 def _document(result: SimResult, what_if: list[Optional[float]], applied: list[dict]) -> dict:
     """What ``--json`` prints."""
+    import msgspec
+
     ranks = [
         {
             **msgspec.to_builtins(rank),
@@ -220,6 +230,8 @@ def _document(result: SimResult, what_if: list[Optional[float]], applied: list[d
 
 
 def _hint_untimed(result: SimResult) -> None:
+    from chakra.simulate.untimed import untimed_communication
+
     untimed = untimed_communication(result.graphs)
     if untimed:
         logger.warning(

@@ -11,19 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.convert.astra_sim import comm_groups_path
 from chakra.errors import ChakraError, ValidationFailedError
-from chakra.et.graph_checks import ValidationOptions
-from chakra.fileio.regular import open_regular_text
-from chakra.ingest.detect import TraceKind, require_kind
-from chakra.tools.validate_files import (
-    check_file,
-    cross_rank,
-    format_text,
-    meeting_check,
-    mismatches_of,
-    to_json,
-)
 
 logger = logging.getLogger(__name__)
 WANTS = "a Chakra ET (.et, chakra_converter's output)"
@@ -64,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _comm_groups(args: argparse.Namespace) -> Optional[frozenset[str]]:
     """The group ids of the comm-group file given or found beside the files (None: none)."""
+    from chakra.convert.astra_sim import comm_groups_path
+    from chakra.fileio.regular import open_regular_text
+
     path = args.comm_groups
     if path is None:
         found = {comm_groups_path(Path(f)) for f in args.files}
@@ -84,6 +75,17 @@ def _comm_groups(args: argparse.Namespace) -> Optional[frozenset[str]]:
 
 
 def _validate(args: argparse.Namespace) -> None:
+    from chakra.et.graph_checks import ValidationOptions
+    from chakra.ingest.detect import TraceKind, require_kind
+    from chakra.tools.validate_files import (
+        check_file,
+        cross_rank,
+        format_text,
+        meeting_check,
+        mismatches_of,
+        to_json,
+    )
+
     for path in args.files:
         require_kind(
             path,

@@ -20,7 +20,7 @@ from chakra.convert.collectives import (
 from chakra.convert.et_plus_input import EtPlusNode
 from chakra.et.astra_sim import STAND_INS
 from chakra.et.schema import CollectiveCommType, NodeType
-from chakra.ingest.host_comms import RANK_LIMIT, group_problem
+from chakra.ingest.host_comms import RANK_LIMIT, group_problem, table_problem
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.host_model import OpArgs
 
@@ -341,8 +341,9 @@ def _is_name(value: Any) -> bool:
 
 def process_groups(node: EtPlusNode) -> list[dict[str, Any]]:
     """The table in a ``## process_group:init ##`` node's inputs (empty if unreadable: not
-    JSON, numbers beyond the int-string limit, or a group whose ranks or size are out of
-    range, see :func:`~chakra.ingest.host_comms.group_problem`)."""
+    JSON, numbers beyond the int-string limit, a group whose ranks or size are out of
+    range, or groups holding too many ranks in all, see
+    :func:`~chakra.ingest.host_comms.group_problem` and ``table_problem``)."""
     if bytes(memoryview(node.inputs)[:1]) != b"{":
         return []
     values = OpArgs(node.inputs).values
@@ -357,4 +358,5 @@ def process_groups(node: EtPlusNode) -> list[dict[str, Any]]:
             return []
         if group_problem(group.get("ranks"), group.get("group_size")) is not None:
             return []
-    return table
+    counts = (len(g.get("ranks") or ()) or (g.get("group_size") or 0) for g in table)
+    return [] if table_problem(counts) is not None else table

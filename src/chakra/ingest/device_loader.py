@@ -59,6 +59,7 @@ from chakra.progress import Progress, phase
 logger = logging.getLogger(__name__)
 WHAT = "Kineto trace"
 _STEP_NUMBER = re.compile(r"ProfilerStep#(\d+)")
+_STEP_DIGITS = 19  # 2^63 has 19 digits
 _TIMED_PHASES = frozenset({"X", "i", "I", "s", "f", "t", "B", "E"})
 _OTHER = ("nodes", "host execution trace")
 _EMPTY = msgspec.Raw(b"")
@@ -300,7 +301,7 @@ def _sort_events(path: PathLike, raw: _RawKinetoTrace, progress: Progress, found
             flow_id = share(flow_id, flow_id)
         final = KinetoEvent(phase, category, name, pid, tid, ts_us, dur_us, flow_id, args)
         if bucket is cpu and name.startswith(PROFILER_STEP_PREFIX):
-            steps.append(_step(final))
+            steps.append(_step(path, index, final))
         else:
             bucket.append(final)
     if timing_error is not None:
@@ -373,6 +374,16 @@ def _timing_error(path: PathLike, index: int, event: _RawEvent) -> TraceFormatEr
     return _range_error(path, index, event.name, event.ts_us, event.dur_us)
 
 
-def _step(event: KinetoEvent) -> ProfilerStep:
+def _step(path: PathLike, index: int, event: KinetoEvent) -> ProfilerStep:
+    """The step of a ``ProfilerStep#N`` event (N -1 when not a number); an N of 2^63 or
+    more raises TraceFormatError (thousands of digits would not even parse)."""
     match = _STEP_NUMBER.match(event.name)
-    return ProfilerStep(number=int(match.group(1)) if match else -1, event=event)
+    if match is None:
+        return ProfilerStep(number=-1, event=event)
+    digits = match.group(1)
+    if len(digits) > _STEP_DIGITS or int(digits) >= 2**63:
+        shown = digits if len(digits) <= 24 else f"{digits[:20]}... ({len(digits):,} digits)"
+        raise TraceFormatError(
+            path, f"event {index} (ProfilerStep#{shown}): the step number is not 0 to 2^63-1"
+        )
+    return ProfilerStep(number=int(digits), event=event)

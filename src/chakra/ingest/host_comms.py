@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Optional
 
 import msgspec
@@ -26,9 +27,12 @@ COMM_ATTR_FIELDS = {
 
 
 #: Input limits of a process-group table: ranks are ids (< 2^63), and a group lists at most
-#: this many ranks (``ranks: []`` stands for ``range(group_size)``, built in memory).
+#: this many ranks (``ranks: []`` stands for ``range(group_size)``, built in memory), and so
+#: do all groups of a table together (many groups of ``ranks: []`` and a big group_size
+#: are a few bytes that expand to more ranks than memory holds).
 RANK_LIMIT = 2**63
 MAX_GROUP_SIZE = 1 << 24
+MAX_TABLE_RANKS = 1 << 24
 
 
 def group_problem(ranks: Any, group_size: Any) -> Optional[str]:
@@ -43,6 +47,24 @@ def group_problem(ranks: Any, group_size: Any) -> Optional[str]:
     ):
         return f"group_size {str(group_size)[:60]} is not 0 to {MAX_GROUP_SIZE:,}"
     return None
+
+
+def table_problem(member_counts: Iterable[int]) -> Optional[str]:
+    """What is wrong with a table whose groups have ``member_counts`` ranks each (listed,
+    or ``group_size`` for ``ranks: []``), once every group passed :func:`group_problem`."""
+    total = sum(member_counts)
+    if total > MAX_TABLE_RANKS:
+        return (
+            f"its groups hold {total:,} ranks in all (ranks: [] stands for group_size "
+            f"ranks), over {MAX_TABLE_RANKS:,}"
+        )
+    return None
+
+
+def _is_group_number(name: str) -> bool:
+    """Whether a group name is a number (ASCII digits, below 2^63: ``"²"`` is a digit that
+    ``int`` refuses, and thousands of digits would not parse)."""
+    return name.isascii() and name.isdigit() and len(name) < 19
 
 
 def parse_process_groups(inputs: OpArgs) -> tuple[tuple[ProcessGroup, ...], Optional[str]]:
@@ -65,6 +87,9 @@ def parse_process_groups(inputs: OpArgs) -> tuple[tuple[ProcessGroup, ...], Opti
         if problem is not None:
             name = str(g.pg_name)[:40]
             return (), f"process_group:init group {name!r}: {problem}; groups unknown"
+    problem = table_problem(len(g.ranks or ()) or (g.group_size or 0) for g in raw_groups)
+    if problem is not None:
+        return (), f"process_group:init: {problem}; groups unknown"
     groups = tuple(
         ProcessGroup(
             pg_name=str(g.pg_name),
@@ -170,7 +195,7 @@ def name_groups(
         elif comm.pg_name is None and comm.collective_name not in (None, "wait"):
             no_group += 1
     from_table = _addresses_in_table(ops, groups, set(first_use))
-    taken = [int(g.pg_name) for g in groups if g.pg_name.isdigit()]
+    taken = [int(g.pg_name) for g in groups if _is_group_number(g.pg_name)]
     base = max(taken) + 1 if taken else 0
     ranked = sorted(set(first_use) - set(from_table), key=first_use.__getitem__)
     canonical = {address: str(base + i) for i, address in enumerate(ranked)}

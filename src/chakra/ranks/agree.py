@@ -188,7 +188,7 @@ def _split_groups(ranks: Sequence[Sequence[CommRecord]], counts: Counter, notes:
                 users[record.pg_name].add(rank)
                 if record.pg_size:
                     sizes[record.pg_name][rank].add(record.pg_size)
-    numbers = [int(n) for n in users if n.isdigit()]
+    numbers = [int(n) for n in users if n.isascii() and n.isdigit() and len(n) < 19]
     next_number = max(numbers, default=-1) + 1
     renamed: dict[tuple[str, int], str] = {}
     for pg in sorted(users, key=lambda n: (len(n), n)):

@@ -1,0 +1,204 @@
+"""Ctrl-C and SIGTERM from a console script's first line to its exit (issue 30, finding 4):
+in the first second (imports, argument parsing) they printed a ``KeyboardInterrupt``
+traceback and exited -2, or died with -15. Now each script (pyproject's
+``[project.scripts]``, run here as pip's wrapper runs it) sets its guard before it imports
+its tool, and ends with status 130 or 143 and one line, whenever the signal comes; and
+``--help`` loads neither numpy nor matplotlib (they load after the arguments parse)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+import chakra
+from tests.cli.conftest import Traces
+
+REPO = Path(__file__).resolve().parents[2]
+SRC = str(Path(chakra.__file__).resolve().parents[1])
+ENV = {**os.environ, "PYTHONPATH": SRC, "MPLBACKEND": "Agg"}
+#: pyproject's [project.scripts]: script name -> "module:function" (no tomllib before 3.11)
+SCRIPTS = dict(
+    re.findall(
+        r'^(chakra_\w+) = "([\w.]+:\w+)"$',
+        (REPO / "pyproject.toml").read_text().split("[project.scripts]")[1].split("\n[")[0],
+        flags=re.M,
+    )
+)
+#: Arguments that make each tool do real work (so it imports all it needs): ``{et}`` a
+#: Chakra ET, ``{host}``/``{kineto}`` a rank's traces, ``{log}`` an ASTRA-sim log, ``{out}``
+#: an empty folder.
+WORK = {
+    "chakra_converter": ["PyTorch", "--input", "{host}", "--output", "{out}/c.et"],
+    "chakra_generator": ["--num_npus", "8", "--output-dir", "{out}"],
+    "chakra_jsonizer": ["--input_filename", "{et}", "--output_filename", "{out}/j.json"],
+    "chakra_pipeline": ["--host-trace", "{host}", "--device-trace", "{kineto}",
+                        "--output-dir", "{out}/run"],
+    "chakra_sim": ["{et}", "--plot", "{out}/u.png", "--timeline", "{out}/t.json"],
+    "chakra_synth": ["--out-dir", "{out}/s", "--ranks", "2"],
+    "chakra_timeline_visualizer": ["--input_filename", "{log}", "--output_filename",
+                                   "{out}/t.json", "--num_npus", "2", "--npu_frequency", "1"],
+    "chakra_trace_info": ["{host}"],
+    "chakra_trace_link": ["--chakra-host-trace", "{host}", "--chakra-device-trace",
+                          "{kineto}", "--output-file", "{out}/l.json"],
+    "chakra_validate": ["{et}"],
+    "chakra_visualizer": ["--input_filename", "{et}", "--output_filename", "{out}/g.dot"],
+}  # fmt: skip
+#: Whose parser needs the simulator (numpy): the pipeline's --help lists the default
+#: what-if scenarios.
+PARSER_LOADS_NUMPY = {"chakra_pipeline"}
+#: Extension modules of the tools' dependencies: the first one mapped is a moment when the
+#: tool is still importing (old scripts had no handler there).
+DEPENDENCY_LIBRARIES = ("/msgspec/", "/google/_upb/", "/numpy/", "/matplotlib/")
+
+#: What pip's console-script wrapper runs; a hook reports, at the first import past the
+#: launcher, whether both signals were guarded, and at exit, which heavy modules loaded.
+PROBE = """
+import atexit, os, signal, sys
+seen = []
+def hook(event, args):
+    if event != "import" or seen:
+        return
+    name = str(args[0])
+    if name in ("chakra", "chakra.cli", "chakra.cli.launch"):
+        return
+    if name.split(".")[0] not in ("chakra", "msgspec", "google", "numpy", "matplotlib"):
+        return
+    guarded = (signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+               and signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL)
+    seen.append(f"{name} guarded={guarded}")
+sys.addaudithook(hook)
+atexit.register(lambda: os.write(2, ("PROBE " + " ".join(seen) + " heavy=" + ",".join(
+    sorted({"numpy", "matplotlib"} & set(sys.modules)))).encode()))
+"""
+
+
+def _wrapper(script: str, probe: str = "") -> list[str]:
+    """The command pip's wrapper for ``script`` amounts to (``-c``, so no install needed)."""
+    module, function = SCRIPTS[script].split(":")
+    code = (f"{probe}\nimport sys\nfrom {module} import {function}\n"
+            f"sys.argv[0] = {script!r}\nsys.exit({function}())")  # fmt: skip
+    return [sys.executable, "-c", code]
+
+
+def _work(script: str, traces: Traces, out: Path) -> list[str]:
+    fill = {"et": traces.et, "host": traces.host, "kineto": traces.kineto,
+            "log": traces.astra_log, "out": out}  # fmt: skip
+    return [arg.format(**fill) for arg in WORK[script]] + ["--log-level", "WARNING"]
+
+
+def test_every_script_has_work_arguments() -> None:
+    assert sorted(SCRIPTS) == sorted(WORK)
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_the_guard_is_set_before_the_tool_loads(script: str) -> None:
+    """At the first import past the launcher, both signals already have the guard; with
+    --plot and --scale given, --help loads neither numpy nor matplotlib."""
+    extra = ["--plot", "x.png", "--scale", "gpu=2"] if script == "chakra_sim" else []
+    done = subprocess.run([*_wrapper(script, PROBE), *extra, "--help"], env=ENV,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    probe = done.stderr.rsplit("PROBE ", 1)[-1]
+    assert "guarded=True" in probe, probe
+    if script not in PARSER_LOADS_NUMPY:
+        assert probe.endswith("heavy="), probe
+
+
+def _first_dependency_mapped(pid: int) -> bool:
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    return any(library in maps for library in DEPENDENCY_LIBRARIES)
+
+
+def _guarded(pid: int) -> bool:
+    """Whether process ``pid`` catches SIGTERM (the guard is set: the interpreter's start-up
+    is over, which a loaded machine may stretch past any fixed delay)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def _signal_when(process: subprocess.Popen, ready_s: Optional[float], stop: signal.Signals) -> bool:
+    """Send ``stop`` once the tool maps its first dependency (``ready_s`` None) or
+    ``ready_s`` after it starts (its guard set); False if it ended before."""
+    began = time.monotonic()
+    while process.poll() is None and time.monotonic() - began < 30:
+        if ready_s is None and _first_dependency_mapped(process.pid):
+            break
+        if ready_s is not None and time.monotonic() - began >= ready_s and _guarded(process.pid):
+            break
+        time.sleep(0.001)
+    if process.poll() is not None:
+        return False
+    process.send_signal(stop)
+    return True
+
+
+def _trial(script: str, argv: list[str], stop: signal.Signals, ready_s: Optional[float]) -> str:
+    """Run ``script``, signal it; "" when it ended quietly with 128 + the signal, else what
+    went wrong ("finished" if it ended before the signal)."""
+    process = subprocess.Popen([*_wrapper(script), *argv], env=ENV, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        sent = _signal_when(process, ready_s, stop)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    if not sent:
+        return "finished"
+    said = "terminated (SIGTERM)" if stop == signal.SIGTERM else "interrupted"
+    lines = stderr.splitlines()
+    if (
+        process.returncode != 128 + stop
+        or "Traceback" in stderr
+        or lines[-1:] != [f"{script}: {said}"]
+    ):
+        return f"{script} {stop.name} at {ready_s}: status {process.returncode}, {stderr!r}"
+    return ""
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_tool_imports_ends_it_quietly(
+    traces: Traces, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """Each script, signalled as it maps its first dependency (still importing): status
+    130 / 143, its one line last, no traceback."""
+    failures = []
+    for script in sorted(SCRIPTS):
+        out = tmp_path / script
+        out.mkdir()
+        failures.append(_trial(script, _work(script, traces, out), stop, None))
+    assert [f for f in failures if f] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_at_any_moment_ends_the_tool_quietly(
+    traces: Traces, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """Each script signalled 0.05 s to 1.2 s after its start (imports, parsing, work):
+    status 130 / 143 and one line whenever the signal comes (unless it already ended)."""
+    failures, signalled = [], 0
+    for script in sorted(SCRIPTS):
+        for ready_s in (0.05, 0.1, 0.2, 0.35, 0.5, 0.8, 1.2):
+            out = tmp_path / f"{script}-{ready_s}"
+            out.mkdir()
+            outcome = _trial(script, _work(script, traces, out), stop, ready_s)
+            signalled += outcome != "finished"
+            if outcome not in ("", "finished"):
+                failures.append(outcome)
+    assert failures == [] and signalled >= len(SCRIPTS)
