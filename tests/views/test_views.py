@@ -130,10 +130,11 @@ def test_typed_critical_path() -> None:
     assert [s.kind for s in path.segments] == ["cpu", "launch", "gpu"]
 
 
-def test_a_delay_before_a_host_op_is_cpu_bound() -> None:
+def test_a_delay_before_a_host_op_is_unexplained() -> None:
     path = typed_critical_path(run([node(1, 10), delay(2, 7, (1,)), node(3, 5, (2,))]))
-    assert (path.cpu_us, path.launch_us, path.makespan_us) == (22, 0, 22)
-    assert len(path.segments) == 1 and path.segments[0].nodes == 3
+    assert (path.cpu_us, path.unexplained_us, path.launch_us, path.makespan_us) == (15, 7, 0, 22)
+    assert [(s.kind, s.nodes) for s in path.segments] == [
+        ("cpu", 1), ("unexplained", 1), ("cpu", 1)]  # fmt: skip
 
 
 def test_kernel_breakdown() -> None:
@@ -174,7 +175,7 @@ def test_synthetic_job_breakdowns_add_up(tmp_path: Path) -> None:
         assert 0 <= views["overlap"]["fraction"] <= 1
         path = views["critical_path"]
         totals = sum(path[k] for k in ("cpu_us", "gpu_us", "communication_us", "launch_us",
-                                       "unattributed_us"))  # fmt: skip
+                                       "unexplained_us", "unattributed_us"))  # fmt: skip
         assert totals == pytest.approx(makespan)
         assert views["stream_idle"]
         for stream in views["stream_idle"]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from chakra.errors import ChakraError, PathLike, PlotFormatError
 from chakra.fileio import AtomicGroup, atomic_output
+from chakra.simulate.analysis import unexplained_nodes
 from chakra.simulate.resources import display_order
 from chakra.simulate.result import RankResult
 from chakra.simulate.sim_graph import SimGraph
@@ -98,20 +99,35 @@ def _measured(graph: SimGraph) -> tuple[np.ndarray, np.ndarray]:
     return starts, starts + np.frombuffer(graph.duration_us, dtype=np.float64)
 
 
+#: How unexplained time (``[idle]``/``[delay]`` nodes) is drawn: grey, hatched, stacked on
+#: the real busy fraction of its resource.
+UNEXPLAINED_COLOR, UNEXPLAINED_HATCH = "0.7", "////"
+
+
 def _panel(axis: Any, graph: SimGraph, starts: np.ndarray, ends: np.ndarray, origin: float,
            span: float) -> None:  # fmt: skip
-    """One band per resource (threads first, then streams): its busy fraction per bin."""
+    """One band per resource (threads first, then streams): its real busy fraction per bin,
+    then its unexplained fraction (grey, hatched) on top of it."""
     resource = np.frombuffer(graph.resource, dtype=np.int64)
     known = starts >= 0
+    unexplained = unexplained_nodes(graph)
     order = display_order(graph.resources)
     centers = (np.arange(BINS) + 0.5) * (span / BINS)
     for row, slot in enumerate(order):
-        nodes = np.flatnonzero((resource == slot) & known).tolist()
-        busy = np.asarray(utilisation(starts, ends, nodes, origin, span))
+        mine = (resource == slot) & known
+        real = np.flatnonzero(mine & ~unexplained).tolist()
+        busy = np.minimum(np.asarray(utilisation(starts, ends, real, origin, span)), 1.0)
         color = "tab:blue" if graph.resources[slot].is_host else "tab:orange"
-        axis.fill_between(
-            centers, row, row + BAND * np.minimum(busy, 1.0), step="mid", color=color, linewidth=0
-        )
+        top = row + BAND * busy
+        axis.fill_between(centers, row, top, step="mid", color=color, linewidth=0)
+        idle = np.flatnonzero(mine & unexplained).tolist()
+        if idle:
+            extra = np.asarray(utilisation(starts, ends, idle, origin, span))
+            axis.fill_between(
+                centers, top, row + BAND * np.minimum(busy + extra, 1.0), step="mid",
+                facecolor=UNEXPLAINED_COLOR, edgecolor="0.45", hatch=UNEXPLAINED_HATCH,
+                linewidth=0, label="unexplained",
+            )  # fmt: skip
     axis.set_yticks([row + BAND / 2 for row in range(len(order))])
     axis.set_yticklabels([graph.resources[k].plot_label for k in order], fontsize="small")
     axis.set_ylim(0, max(len(order), 1))
@@ -121,7 +137,8 @@ def utilisation_figure(result: SimResult) -> Any:
     """A matplotlib Figure: one row per rank; a column of the simulated schedule and, when
     the graphs carry measured starts, one of the measured schedule. In each panel every
     host thread (blue) and GPU stream (orange) is a band whose height is its busy fraction
-    in each of ``BINS`` bins. Every panel shares one x axis: µs since the job's first start
+    in each of ``BINS`` bins, with its unexplained ``[idle]``/``[delay]`` time stacked on top
+    in grey, hatched (not busy). Every panel shares one x axis: µs since the job's first start
     (simulated: the first simulated start; measured: the first measured start of any
     rank), up to the longer of the two spans."""
     figure_type = _matplotlib_figure()
@@ -152,7 +169,10 @@ def utilisation_figure(result: SimResult) -> Any:
             axis.set_title(f"rank {graph.rank} {title}", fontsize="medium")
             axis.set_xlim(0, span)
         axes[-1][c].set_xlabel(TIME_LABEL)
-    figure.suptitle("busy fraction of each host thread (blue) and GPU stream (orange)")
+    figure.suptitle(
+        "busy fraction of each host thread (blue) and GPU stream (orange); "
+        "unexplained [idle]/[delay] time grey, hatched"
+    )
     figure.tight_layout()
     return figure
 

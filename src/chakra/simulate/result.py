@@ -7,7 +7,7 @@ from typing import Optional
 
 import msgspec
 
-from chakra.simulate.analysis import model_only, unexplained_by_kind
+from chakra.simulate.analysis import model_only, unexplained_by_kind, unexplained_nodes
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import RankResult, ResourceUse, SimResult
 
@@ -40,11 +40,13 @@ def rank_results(result: SimResult, explain: bool = False) -> list[RankResult]:
         starts, ends = result.start[r], result.end[r]
         makespan = _makespan(result, r)
         busy = [0.0] * len(graph.resources)
+        unexplained = [0.0] * len(graph.resources)
+        idle = unexplained_nodes(graph).tolist()
         for i, resource in enumerate(graph.resource):
             if resource != NO_RESOURCE:
-                busy[resource] += ends[i] - starts[i]
+                (unexplained if idle[i] else busy)[resource] += ends[i] - starts[i]
         uses = [
-            ResourceUse(res.label, busy[k], busy[k] / makespan if makespan else 0.0)
+            ResourceUse(res.label, busy[k], busy[k] / makespan if makespan else 0.0, unexplained[k])
             for k, res in enumerate(graph.resources)
         ]
         measured = _measured(graph)

@@ -16,9 +16,15 @@ from chakra.simulate.sim_graph import SimGraph
 
 
 class ResourceUse(msgspec.Struct, frozen=True):
+    """One thread or stream of one rank: ``busy_us`` the time its real ops run and
+    ``utilisation`` that time over the makespan; ``unexplained_us`` the time of its
+    ``[idle]``/``[delay]`` nodes (measured time the graph does not explain), left out of
+    busy."""
+
     resource: str
     busy_us: float
     utilisation: float
+    unexplained_us: float = 0.0
 
 
 class RankResult(msgspec.Struct, frozen=True):

@@ -1,8 +1,11 @@
 """Analyses of a simulated (and, where it is cheap, the measured) schedule, as typed tables:
 the temporal breakdown, communication-computation overlap, top kernels, GPU stream idle
-time by cause and the typed critical path. Each is a pure function of an
+time by cause, the typed critical path, what bounds each rank and how much each kind of work
+could give at most (:mod:`chakra.views.bound`). Each is a pure function of an
 :class:`~chakra.simulate.sim_result.SimResult`; :func:`rank_views` gathers them
-for one rank, as the pipeline writes them to ``report.json``."""
+for one rank, as the pipeline writes them to ``report.json``. Unexplained time
+(``[idle]``/``[delay]`` nodes) is a kind of its own everywhere: never compute, never host
+ops."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Optional
 import msgspec
 
 from chakra.simulate.sim_result import SimResult
+from chakra.views.bound import Bound, KindSlack, bound, free_makespans
 from chakra.views.breakdown import (
     KernelStat,
     Overlap,
@@ -28,7 +32,8 @@ class RankViews(msgspec.Struct, frozen=True):
     """Every view of one rank. The ``measured_*`` fields: the same views of the measured
     schedule (None when the graph has no measured starts). ``critical_path`` keeps its
     ``top`` longest segments (in time order); ``critical_path_segments`` says how many
-    there were."""
+    there were. ``bound``: the kind that bounds the critical path, the headline, and each
+    kind's slack (None when not computed)."""
 
     rank: int
     breakdown: TemporalBreakdown
@@ -39,6 +44,7 @@ class RankViews(msgspec.Struct, frozen=True):
     critical_path_segments: int
     measured_breakdown: Optional[TemporalBreakdown] = None
     measured_overlap: Optional[Overlap] = None
+    bound: Optional[Bound] = None
 
 
 def _longest(path: CriticalPath, top: int) -> CriticalPath:
@@ -46,11 +52,13 @@ def _longest(path: CriticalPath, top: int) -> CriticalPath:
     return msgspec.structs.replace(path, segments=sorted(kept, key=lambda s: s.start_us))
 
 
-def rank_views(result: SimResult, top: int = 10) -> list[RankViews]:
+def rank_views(result: SimResult, top: int = 10, slack: bool = True) -> list[RankViews]:
     """:class:`RankViews` of every rank of ``result`` (after ``run()``), ``top`` kernels and
     critical-path segments each. Cost: a few array passes and sorts per rank, plus a walk
-    of each critical path."""
+    of each critical path; ``slack`` adds one more run of the job per kind of work
+    (:func:`chakra.views.bound.free_makespans`)."""
     begins = meeting_begins(result)
+    free = free_makespans(result) if slack else None
     out = []
     for r, graph in enumerate(result.graphs):
         simulated = simulated_schedule(result, r)
@@ -67,14 +75,15 @@ def rank_views(result: SimResult, top: int = 10) -> list[RankViews]:
                 len(path.segments),
                 temporal_breakdown(measured) if measured is not None else None,
                 overlap(measured) if measured is not None else None,
+                bound(path, free, r),
             )
         )
     return out
 
 
 __all__ = [
-    "CriticalPath", "KernelStat", "Overlap", "PathSegment", "RankViews", "Schedule",
-    "StreamIdle", "TemporalBreakdown", "kernel_breakdown", "measured_schedule", "overlap",
-    "rank_views", "simulated_schedule", "stream_idle", "temporal_breakdown",
-    "typed_critical_path",
+    "Bound", "CriticalPath", "KernelStat", "KindSlack", "Overlap", "PathSegment", "RankViews",
+    "Schedule", "StreamIdle", "TemporalBreakdown", "bound", "free_makespans",
+    "kernel_breakdown", "measured_schedule", "overlap", "rank_views", "simulated_schedule",
+    "stream_idle", "temporal_breakdown", "typed_critical_path",
 ]  # fmt: skip

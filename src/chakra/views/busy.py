@@ -9,6 +9,7 @@ from typing import Optional
 import msgspec
 import numpy as np
 
+from chakra.simulate.analysis import unexplained_nodes
 from chakra.simulate.plot import BINS, utilisation
 from chakra.simulate.resources import display_order
 from chakra.simulate.sim_result import SimResult
@@ -16,13 +17,17 @@ from chakra.simulate.sim_result import SimResult
 
 class BusyBand(msgspec.Struct, frozen=True):
     """One resource of one rank: ``simulated`` and ``measured`` busy fractions (0-1, may
-    exceed 1 where nodes of one resource overlap) in each of the series' bins; ``measured``
-    None when the graph has no measured starts."""
+    exceed 1 where nodes of one resource overlap) of its real ops in each of the series'
+    bins; ``measured`` None when the graph has no measured starts. ``[idle]``/``[delay]``
+    nodes are not busy: their fractions are ``simulated_unexplained`` and
+    ``measured_unexplained`` (None when the resource has none)."""
 
     resource: str
     gpu: bool
     simulated: list[float]
     measured: Optional[list[float]]
+    simulated_unexplained: Optional[list[float]] = None
+    measured_unexplained: Optional[list[float]] = None
 
 
 class RankBusy(msgspec.Struct, frozen=True):
@@ -67,16 +72,23 @@ def busy_series(result: SimResult) -> BusySeries:
     ranks = []
     for graph, (s_start, s_end), (m_start, m_end) in zip(result.graphs, simulated, measured):
         resource = np.frombuffer(graph.resource, dtype=np.int64)
+        unexplained = unexplained_nodes(graph)
         has_measured = bool((m_start >= 0).any())
         bands = []
         for slot in display_order(graph.resources):
-            mine = resource == slot
-            sim = utilisation(s_start, s_end, np.flatnonzero(mine).tolist(), sim_origin, span)
-            meas = None
-            if has_measured:
-                nodes = np.flatnonzero(mine & (m_start >= 0)).tolist()
-                meas = utilisation(m_start, m_end, nodes, measured_origin, span)
+            fractions = []
+            for mine in (resource == slot) & ~unexplained, (resource == slot) & unexplained:
+                sim = utilisation(s_start, s_end, np.flatnonzero(mine).tolist(), sim_origin, span)
+                meas = None
+                if has_measured:
+                    nodes = np.flatnonzero(mine & (m_start >= 0)).tolist()
+                    meas = utilisation(m_start, m_end, nodes, measured_origin, span)
+                fractions.append((sim, meas, bool(mine.any())))
+            (sim, meas, _), (sim_idle, meas_idle, any_idle) = fractions
             held = graph.resources[slot]
-            bands.append(BusyBand(held.plot_label, held.is_gpu, sim, meas))
+            bands.append(
+                BusyBand(held.plot_label, held.is_gpu, sim, meas,
+                         sim_idle if any_idle else None, meas_idle if any_idle else None)
+            )  # fmt: skip
         ranks.append(RankBusy(graph.rank, bands))
     return BusySeries(span, BINS, ranks)

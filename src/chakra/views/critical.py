@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import msgspec
+import numpy as np
 
-from chakra.simulate.analysis import DELAY, critical_chain
+from chakra.simulate.analysis import DELAY, IDLE, critical_chain
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
 
 CPU, GPU, COMMUNICATION, LAUNCH = "cpu", "gpu", "communication", "launch"
-KINDS = (CPU, GPU, COMMUNICATION, LAUNCH)
+#: measured time the graph does not explain: ``[idle]`` gaps, ``[delay]`` nodes before
+#: anything but a GPU node
+UNEXPLAINED = "unexplained"
+KINDS = (CPU, GPU, COMMUNICATION, LAUNCH, UNEXPLAINED)
 
 
 class PathSegment(msgspec.Struct, frozen=True):
@@ -27,12 +31,13 @@ class PathSegment(msgspec.Struct, frozen=True):
 
 class CriticalPath(msgspec.Struct, frozen=True):
     """A rank's critical path (:func:`chakra.simulate.analysis.critical_chain`) in time
-    order, as segments, and the time of each kind (µs): ``cpu_us`` host ops (and
-    ``[delay]`` nodes before host ops, ``[idle]`` gaps on a thread), ``gpu_us`` GPU
-    compute, ``communication_us`` communication (with its wait for peers), ``launch_us``
-    ``[delay]`` nodes before a GPU node (launch latency). ``unattributed_us``: makespan
-    not on the path (the path starts after the rank's first node). The five sum to
-    ``makespan_us``."""
+    order, as segments, and the time of each kind (µs): ``cpu_us`` real host ops,
+    ``gpu_us`` GPU compute, ``communication_us`` communication (with its wait for peers),
+    ``launch_us`` ``[delay]`` nodes before a GPU node (launch latency), ``unexplained_us``
+    the other ``[delay]`` nodes and the ``[idle]`` gaps on a thread (measured time the
+    graph does not explain; ``launch_us + unexplained_us`` is the rank's
+    ``RankResult.unexplained_us``). ``unattributed_us``: makespan not on the path (the
+    path starts after the rank's first node). The six sum to ``makespan_us``."""
 
     rank: int
     makespan_us: float
@@ -42,6 +47,7 @@ class CriticalPath(msgspec.Struct, frozen=True):
     launch_us: float
     unattributed_us: float
     segments: list[PathSegment]
+    unexplained_us: float = 0.0
 
 
 def _on_gpu(graph: SimGraph, node: int) -> bool:
@@ -52,15 +58,34 @@ def _on_gpu(graph: SimGraph, node: int) -> bool:
 
 
 def node_kind(graph: SimGraph, node: int) -> str:
-    """The :data:`KINDS` entry of one node: a ``[delay]`` is launch-bound when a GPU node
-    waits on it, CPU-bound otherwise."""
+    """The :data:`KINDS` entry of one node: a ``[delay]`` is launch latency when a GPU node
+    waits on it, unexplained otherwise; an ``[idle]`` gap is unexplained."""
     if node in graph.comm:
         return COMMUNICATION
-    if graph.names[node] == DELAY:
+    name = graph.names[node]
+    if name == DELAY:
         succs = graph.succs
         rows = range(graph.succ_start[node], graph.succ_start[node + 1])
-        return LAUNCH if any(_on_gpu(graph, succs[k]) for k in rows) else CPU
+        return LAUNCH if any(_on_gpu(graph, succs[k]) for k in rows) else UNEXPLAINED
+    if name == IDLE:
+        return UNEXPLAINED
     return GPU if _on_gpu(graph, node) else CPU
+
+
+def node_kinds(graph: SimGraph) -> np.ndarray:
+    """Per node of ``graph``, the index in :data:`KINDS` of :func:`node_kind` (int8): one
+    pass over the names and the ``[delay]`` nodes' successors."""
+    count = len(graph.ids)
+    resource = np.frombuffer(graph.resource, dtype=np.int64)
+    gpu_slots = np.array([r.is_gpu for r in graph.resources] + [False], dtype=bool)
+    on_gpu = gpu_slots[resource]  # NO_RESOURCE (-1) reads the last, False
+    kinds = np.where(on_gpu, KINDS.index(GPU), KINDS.index(CPU)).astype(np.int8)
+    names = graph.names
+    for node in range(count):
+        if names[node] in (DELAY, IDLE):
+            kinds[node] = KINDS.index(node_kind(graph, node))
+    kinds[list(graph.comm)] = KINDS.index(COMMUNICATION)
+    return kinds
 
 
 def typed_critical_path(result: SimResult, rank: int = 0) -> CriticalPath:
@@ -101,4 +126,5 @@ def typed_critical_path(result: SimResult, rank: int = 0) -> CriticalPath:
         totals[LAUNCH],
         unattributed,
         segments,
+        totals[UNEXPLAINED],
     )

@@ -14,7 +14,8 @@ from chakra.views.svg_charts import PALETTE, STREAM, THREAD, Band, Part, band_pa
 BREAKDOWN_PARTS = (("compute", PALETTE[2]), ("communication", PALETTE[1]), ("idle", "#bbbbbb"))
 KIND_LABELS = {"cpu": "CPU-bound (host ops)", "gpu": "GPU-bound (compute kernels)",
                "communication": "communication-bound",
-               "launch": "launch-bound (launch latency)"}  # fmt: skip
+               "launch": "launch-bound (launch latency)",
+               "unexplained": "unexplained-bound ([idle]/[delay])"}  # fmt: skip
 IDLE_CAUSES = ("cpu_launch_us", "launch_delay_us", "other_stream_us", "peer_rank_us", "tail_us",
                "unattributed_us")  # fmt: skip
 
@@ -162,6 +163,8 @@ def _critical_path(views: At, top_names: At) -> str:
         f'<p class="verdict">{escape(KIND_LABELS[bound])}: {share:.1f}% of the '
         "makespan is on this kind of work along the critical path.</p>"
     )
+    if views["bound"].value is not None:  # chakra.views.bound: the headline with its slack
+        verdict = f'<p class="verdict">{escape(views["bound"]["headline"].value)}</p>'
     totals = [[text_cell(kind), at.cell(US)] for kind, at in kinds]
     totals.append([text_cell("not on the path"), path["unattributed_us"].cell(US)])
     segments = [
