@@ -1,7 +1,8 @@
 """Analyses of a simulated (and, where it is cheap, the measured) schedule, as typed tables:
 the temporal breakdown, communication-computation overlap, top kernels, GPU stream idle
 time by cause, the typed critical path, what bounds each rank and how much each kind of work
-could give at most (:mod:`chakra.views.bound`). Each is a pure function of an
+could give at most (:mod:`chakra.views.bound`), and per training step
+(:mod:`chakra.views.steps`). Each is a pure function of an
 :class:`~chakra.simulate.sim_result.SimResult`; :func:`rank_views` gathers them
 for one rank, as the pipeline writes them to ``report.json``. Unexplained time
 (``[idle]``/``[delay]`` nodes) is a kind of its own everywhere: never compute, never host
@@ -26,6 +27,7 @@ from chakra.views.breakdown import (
 from chakra.views.critical import CriticalPath, PathSegment, typed_critical_path
 from chakra.views.idle import StreamIdle, meeting_begins, stream_idle
 from chakra.views.schedule import Schedule, measured_schedule, simulated_schedule
+from chakra.views.steps import StepStat, step_breakdown
 
 
 class RankViews(msgspec.Struct, frozen=True):
@@ -33,7 +35,8 @@ class RankViews(msgspec.Struct, frozen=True):
     schedule (None when the graph has no measured starts). ``critical_path`` keeps its
     ``top`` longest segments (in time order); ``critical_path_segments`` says how many
     there were. ``bound``: the kind that bounds the critical path, the headline, and each
-    kind's slack (None when not computed)."""
+    kind's slack (None when not computed); ``steps``: one entry per ``ProfilerStep#N``
+    (empty without step annotations)."""
 
     rank: int
     breakdown: TemporalBreakdown
@@ -45,6 +48,7 @@ class RankViews(msgspec.Struct, frozen=True):
     measured_breakdown: Optional[TemporalBreakdown] = None
     measured_overlap: Optional[Overlap] = None
     bound: Optional[Bound] = None
+    steps: list[StepStat] = []
 
 
 def _longest(path: CriticalPath, top: int) -> CriticalPath:
@@ -76,6 +80,7 @@ def rank_views(result: SimResult, top: int = 10, slack: bool = True) -> list[Ran
                 temporal_breakdown(measured) if measured is not None else None,
                 overlap(measured) if measured is not None else None,
                 bound(path, free, r),
+                step_breakdown(result, r),
             )
         )
     return out
@@ -83,7 +88,7 @@ def rank_views(result: SimResult, top: int = 10, slack: bool = True) -> list[Ran
 
 __all__ = [
     "Bound", "CriticalPath", "KernelStat", "KindSlack", "Overlap", "PathSegment", "RankViews",
-    "Schedule", "StreamIdle", "TemporalBreakdown", "bound", "free_makespans",
+    "Schedule", "StepStat", "StreamIdle", "TemporalBreakdown", "bound", "free_makespans",
     "kernel_breakdown", "measured_schedule", "overlap", "rank_views", "simulated_schedule",
-    "stream_idle", "temporal_breakdown", "typed_critical_path",
+    "step_breakdown", "stream_idle", "temporal_breakdown", "typed_critical_path",
 ]  # fmt: skip
