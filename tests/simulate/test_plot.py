@@ -12,6 +12,7 @@ from chakra.errors import FileAccessError
 from chakra.simulate import SimOptions, SimResult, build_graph, rank_results, simulate
 from chakra.simulate.plot import (
     BINS,
+    UNEXPLAINED_HATCH,
     PlotFormatError,
     busy_before,
     image_format,
@@ -94,3 +95,24 @@ def test_formats_from_the_extension_and_atomic_writes(tmp_path: Path) -> None:
     with pytest.raises(FileAccessError, match="cannot write"):
         plot_utilisation(two_ranks(), tmp_path / "missing" / "u.png")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pdf"]  # no partial file left
+
+
+def test_unexplained_time_is_drawn_apart_from_busy_time() -> None:
+    # thread 1: A (0-10), an [idle] gap (10-30), B (30-40): busy half the time, the gap
+    # stacked on top in grey, hatched
+    gap = node(2, 20, (1,))
+    gap.name = "[idle]"
+    result = simulate([build_graph([node(1, 10), gap, node(3, 10, (2,))], 0)],
+                      SimOptions(explain=False))  # fmt: skip
+    (axis,) = utilisation_figure(result).axes
+    busy, unexplained = axis.collections
+    assert busy.get_hatch() is None and unexplained.get_hatch() == UNEXPLAINED_HATCH
+    assert tuple(unexplained.get_facecolor()[0][:3]) == pytest.approx((0.7, 0.7, 0.7))
+    # the busy band is full while A or B runs, empty during the gap; the grey one the reverse
+    top = busy.get_paths()[0].vertices[:, 1]
+    assert top.max() == pytest.approx(0.85) and top.min() == pytest.approx(0)
+    grey = unexplained.get_paths()[0].vertices
+    inside = grey[(grey[:, 0] > 12) & (grey[:, 0] < 28), 1]  # the gap: all of the band
+    outside = grey[(grey[:, 0] < 8) | (grey[:, 0] > 32), 1]  # A, B: no grey above busy
+    assert inside.max() == pytest.approx(0.85) and inside.min() == pytest.approx(0)
+    assert len(outside) and outside.tolist() == pytest.approx([0.85] * len(outside))
