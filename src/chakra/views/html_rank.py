@@ -195,7 +195,9 @@ def _critical_path(views: At, top_names: At) -> str:
 
 def _resources(simulation: At) -> str:
     rows = [
-        [text_cell(r["resource"].value), r["busy_us"].cell(US), r["utilisation"].cell(RATIO)]
+        [text_cell(r["resource"].value), r["busy_us"].cell(US), r["utilisation"].cell(RATIO),
+         r["unexplained_us"].cell(US)]
         for r in simulation["resources"].items()
-    ]
-    return "<h3>Resources (simulated)</h3>" + table(["resource", "busy µs", "utilisation"], rows)
+    ]  # fmt: skip
+    headers = ["resource", "busy µs", "utilisation", "unexplained µs ([idle], not busy)"]
+    return "<h3>Resources (simulated)</h3>" + table(headers, rows)
