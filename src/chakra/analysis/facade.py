@@ -1,8 +1,8 @@
 """The notebook API: :class:`Analysis`, one run's tables as pandas DataFrames.
 
 ``chakra.analysis.Analysis(path)`` takes a ``chakra_pipeline`` output folder (its
-``report.json`` and each rank's ``.et`` and ET+), a folder of ``PREFIX.<rank>.et`` files, or ``.et``/ET+ files, one
-per rank in rank order. Every table of ``report.html`` has a method (the names
+``report.json`` and each rank's ``.et`` and ET+), a folder of ``PREFIX.<rank>.et`` files,
+or ``.et``/ET+ files, one per rank in rank order. Every table of ``report.html`` has a method (the names
 :data:`chakra.analysis.tables.REPORT_TABLES` lists), plus the HTA-style views: launch
 statistics, stream queue length, memory-copy bandwidth and the diff with another run or a
 what-if. The replay runs once, at the first method that needs it; for bare ``.et`` files
