@@ -2,8 +2,8 @@
 
 ``chakra.analysis.Analysis(path)`` takes a ``chakra_pipeline`` output folder (its
 ``report.json`` and each rank's ``.et`` and ET+), a folder of ``PREFIX.<rank>.et`` files,
-or ``.et``/ET+ files, one per rank in rank order. Every table of ``report.html`` has a method (the names
-:data:`chakra.analysis.tables.REPORT_TABLES` lists), plus the HTA-style views: launch
+or ``.et``/ET+ files, one per rank in rank order. Every table of ``report.html`` has a
+method (:data:`chakra.analysis.tables.REPORT_TABLES` names them), plus the HTA-style views: launch
 statistics, stream queue length, memory-copy bandwidth and the diff with another run or a
 what-if. The replay runs once, at the first method that needs it; for bare ``.et`` files
 the report document is built as the pipeline builds it (without link and convert
