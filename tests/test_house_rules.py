@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("convert",),  # stage 2: ET+ (or host ET) -> Chakra ET
     ("simulate",),  # stage 3: replay
     ("ranks", "views"),  # results across ranks, and views of a run
-    ("pipeline", "feeder", "synth", "tools"),  # the whole job, and the companions
+    ("pipeline", "feeder", "synth", "tools", "analysis"),  # the whole job, the companions
     ("cli",),  # command-line tools: thin
 )
 LAYER_OF = {name: depth for depth, names in enumerate(LAYERS) for name in names}

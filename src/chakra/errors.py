@@ -185,3 +185,12 @@ class GeneratorError(ChakraError):
 
 class TimelineError(ChakraError):
     """The input log or trace cannot be turned into a timeline."""
+
+
+# --- Analyses and the notebook API -----------------------------------------------------------
+class DiffError(ChakraError):
+    """Two runs cannot be compared (different numbers of ranks, an input that is no run)."""
+
+
+class MissingExtraError(ChakraError):
+    """An optional dependency is not installed; the message names the extra to install."""

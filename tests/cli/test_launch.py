@@ -37,6 +37,7 @@ SCRIPTS = dict(
 #: an empty folder.
 WORK = {
     "chakra_converter": ["PyTorch", "--input", "{host}", "--output", "{out}/c.et"],
+    "chakra_diff": ["{et}", "{et}"],
     "chakra_generator": ["--num_npus", "8", "--output-dir", "{out}"],
     "chakra_jsonizer": ["--input_filename", "{et}", "--output_filename", "{out}/j.json"],
     "chakra_pipeline": ["--host-trace", "{host}", "--device-trace", "{kineto}",

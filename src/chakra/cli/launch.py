@@ -30,6 +30,10 @@ def chakra_converter() -> None:
     _launch("chakra_converter", "chakra.cli.converter")
 
 
+def chakra_diff() -> None:
+    _launch("chakra_diff", "chakra.cli.diff")
+
+
 def chakra_generator() -> None:
     _launch("chakra_generator", "chakra.cli.generator")
 
