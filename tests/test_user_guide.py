@@ -4,8 +4,8 @@ Every ```sh block runs in bash (``-e``, so every command of it must succeed) and
 ```python block in Python, in the guide's order and in one folder, so that later blocks use
 what earlier ones wrote. The folder starts with ``traces/`` holding the 2-rank gloo fixture
 (tests/data/pytorch213/gloo_2rank) under the names the guide uses. The guide's command names
-(``chakra_pipeline``...) are wrappers in a folder put first on ``PATH``: each runs
-``python -m`` the module that pyproject.toml's ``[project.scripts]`` names, with this
+(``chakra_pipeline``...) are wrappers in a folder put first on ``PATH``: each calls
+the function that pyproject.toml's ``[project.scripts]`` names, with this
 checkout's code. A block that cannot run here (torch, a bucket, a scheduler) carries
 ``<!-- not run by tests: REASON -->`` just before it.
 """
@@ -80,11 +80,13 @@ BLOCKS = guide_blocks(GUIDE.read_text())
 RUN = [block for block in BLOCKS if block.skipped is None]
 
 
-def console_scripts() -> dict[str, str]:
-    """``[project.scripts]`` of pyproject.toml: command name -> module."""
+def console_scripts() -> dict[str, tuple[str, str]]:
+    """``[project.scripts]`` of pyproject.toml: command name -> (module, function)."""
     text = (REPO_ROOT / "pyproject.toml").read_text()
     section = text.split("\n[project.scripts]\n", 1)[1].split("\n[", 1)[0]
-    return dict(re.findall(r'^(\w+) = "([\w.]+):main"$', section, re.M))
+    found = re.findall(r'^(\w+) = "([\w.]+):(\w+)"$', section, re.M)
+    assert found, "no console scripts found in pyproject.toml"
+    return {command: (module, function) for command, module, function in found}
 
 
 def _prepare(folder: Path) -> dict[str, str]:
@@ -95,9 +97,12 @@ def _prepare(folder: Path) -> dict[str, str]:
         (traces / packed.name[: -len(".gz")]).write_bytes(gzip.decompress(packed.read_bytes()))
     bin_dir = folder.parent / "bin"
     bin_dir.mkdir()
-    for command, module in console_scripts().items():
+    for command, (module, function) in console_scripts().items():
         wrapper = bin_dir / command
-        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module} "$@"\n')
+        call = (
+            f"import sys; sys.argv[0] = {command!r}; from {module} import {function}; {function}()"
+        )
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "{call}" "$@"\n')
         wrapper.chmod(0o755)
     source = str(Path(chakra.__file__).resolve().parents[1])  # the code under test
     path = os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
