@@ -54,6 +54,7 @@ def synthetic_nodes(count: int, seed: int) -> list[Any]:
                          AttributeProto(name="stream", int64_val=stream)])  # fmt: skip
         if collective:
             gpu.attr.extend([AttributeProto(name="comm_type", int64_val=0),
+                             AttributeProto(name="comm_size", int64_val=1 << 20),
                              AttributeProto(name="pg_name", string_val="0")])  # fmt: skip
         nodes.append(gpu)
         last_gpu[stream] = node_id + 1

@@ -20,7 +20,7 @@ validator this replaced did.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Optional
 
 import msgspec
@@ -39,6 +39,8 @@ from chakra.et.problems import (
 _CYCLE_IDS_SHOWN = 10
 #: rounds that raise unknown start keys to their parents' (beyond them: the full search)
 _KEY_ROUNDS = 8
+#: rounds that peel off edges that cannot be on a cycle before the search
+_PEEL_ROUNDS = 16
 
 
 class DepArrays(msgspec.Struct, frozen=True):
@@ -60,13 +62,10 @@ class DepArrays(msgspec.Struct, frozen=True):
 
 class DepFindings(msgspec.Struct, frozen=True):
     """What :func:`dependency_problems` found: ``placed``, the repeated ids and self deps
-    (by node, in stream order); ``tail``, the dangling deps then the cycles; ``bad_data``,
-    a mask over ``DepArrays.data`` of the deps that are self deps or name no node (what a
-    reader that goes on regardless leaves out)."""
+    (by node, in stream order); ``tail``, the dangling deps then the cycles."""
 
     placed: list[PlacedProblem]
     tail: list[Problem]
-    bad_data: np.ndarray
 
 
 class _Vertices:
@@ -75,10 +74,12 @@ class _Vertices:
 
     def __init__(self, ids: np.ndarray) -> None:
         count = len(ids)
+        self.identity = False  # ids 0, 1, ... count-1 in order: each its own position
         if count == 0 or (ids[1:] > ids[:-1]).all():  # the common case: written in id order
             self.of_position = self.first_position = np.arange(count, dtype=np.int64)
             self.sorted_ids, self.sorted_vertex = ids, self.of_position
             self.repeats = self.repeat_first = np.zeros(0, dtype=np.int64)
+            self.identity = count > 0 and ids[0] == 0 and ids[-1] == count - 1
             return
         order = np.argsort(ids, kind="stable")  # equal ids keep their stream order
         ordered = ids[order]
@@ -99,6 +100,10 @@ class _Vertices:
 
     def lookup(self, values: np.ndarray) -> np.ndarray:
         """The vertex of each id of ``values``, -1 for an id no node has."""
+        if self.identity:
+            found = values.astype(np.int64)
+            found[values >= np.uint64(len(self.sorted_ids))] = -1
+            return found
         if not len(self.sorted_ids) or not len(values):
             return np.full(len(values), -1, dtype=np.int64)
         at = np.searchsorted(self.sorted_ids, values)
@@ -113,43 +118,60 @@ def dependency_problems(deps: DepArrays, check_ctrl_deps: bool = True) -> DepFin
     cycle search where no order rules cycles out (see the module doc)."""
     ids, names = deps.ids, deps.names
     vertices = _Vertices(ids)
-    data_owner = np.repeat(np.arange(len(ids), dtype=np.int64), np.diff(deps.data_start))
-    owner = np.concatenate((data_owner, deps.ctrl_owner))
-    dep = np.concatenate((deps.data, deps.ctrl))
-    is_ctrl = np.zeros(len(dep), dtype=bool)
-    is_ctrl[len(deps.data) :] = True
-    if len(deps.ctrl):  # stream order: node by node, its data deps then its ctrl deps
-        order = np.lexsort((np.arange(len(dep)), is_ctrl, owner))
-        owner, dep, is_ctrl = owner[order], dep[order], is_ctrl[order]
+    owner = np.repeat(np.arange(len(ids), dtype=np.int64), np.diff(deps.data_start))
+    if vertices.identity and not len(deps.ctrl) and (deps.data < owner.view(np.uint64)).all():
+        return DepFindings([], [])  # ids 0, 1, ... and every dep on an earlier one: all well
+    dep, is_ctrl = deps.data, np.zeros(len(deps.data), dtype=bool)
+    if len(deps.ctrl):  # the data deps, then the ctrl deps (sorted by node where it matters)
+        owner = np.concatenate((owner, deps.ctrl_owner))
+        dep = np.concatenate((dep, deps.ctrl))
+        is_ctrl = np.concatenate((is_ctrl, np.ones(len(deps.ctrl), dtype=bool)))
     parent = vertices.lookup(dep)
     own = dep == ids[owner]
     missing = parent < 0
-    placed = _repeats(ids, names, vertices) + _self_deps(ids, names, owner, own, is_ctrl)
-    dangling = missing if check_ctrl_deps else missing & ~is_ctrl
-    listed = zip(owner[dangling].tolist(), dep[dangling].tolist(), is_ctrl[dangling].tolist())
-    tail = [_dangling(int(ids[p]), names[p], d, c) for p, d, c in listed]
-    # an edge waits until the end of the stream when its dep's id first appears later on
-    deferred = missing | (vertices.first_position[np.maximum(parent, 0)] > owner)
-    edge = ~missing & ~own
-    edge_order = np.flatnonzero(edge)[np.argsort(deferred[edge], kind="stable")]
-    parents, children = parent[edge_order], vertices.of_position[owner[edge_order]]
-    keys = deps.starts[vertices.first_position] if len(ids) else deps.starts
-    cycles = _find_cycles(len(vertices.first_position), parents, children, keys)
-    if cycles:
-        noteworthy = np.union1d(vertices.repeats, owner[deferred])
-        named = _vertex_names(noteworthy, vertices.of_position, names)
-        tail.extend(_cycle_problem(c, named, vertices.first_position, ids) for c in cycles)
-    bad = (missing | own)[: len(deps.data)] if not len(deps.ctrl) else _data_mask(
-        missing | own, is_ctrl, order, len(deps.data))  # fmt: skip
-    return DepFindings(placed, tail, bad)
+    placed = _repeats(ids, names, vertices)
+    if own.any():
+        placed += _self_deps(ids, names, owner, own, is_ctrl)
+    tail = []
+    dangling = np.flatnonzero(missing if check_ctrl_deps else missing & ~is_ctrl)
+    if len(dangling):  # in stream order: node by node, its data deps then its ctrl deps
+        dangling = dangling[np.lexsort((dangling, is_ctrl[dangling], owner[dangling]))]
+        listed = zip(owner[dangling].tolist(), dep[dangling].tolist(), is_ctrl[dangling].tolist())
+        tail = [_dangling(int(ids[p]), names[p], d, c) for p, d, c in listed]
+    edge = ~(missing | own)
+    children = vertices.of_position[owner]
+    if not (parent[edge] < children[edge]).all():
+        tail.extend(_cycle_problems(deps, vertices, owner, is_ctrl, parent, children, edge))
+    return DepFindings(placed, tail)
 
 
-def _data_mask(bad: np.ndarray, is_ctrl: np.ndarray, order: np.ndarray, count: int) -> np.ndarray:
-    """``bad`` (in stream order) back over the data deps in their own order."""
-    out = np.zeros(count, dtype=bool)
-    data = ~is_ctrl
-    out[order[data]] = bad[data]
-    return out
+def _cycle_problems(deps: DepArrays, vertices: _Vertices, owner: np.ndarray, is_ctrl: np.ndarray,
+                    parent: np.ndarray, children: np.ndarray,
+                    edge: np.ndarray) -> list[Problem]:  # fmt: skip
+    """The cycles of the graph whose deps name vertices ``parent`` (-1: missing) from nodes
+    ``owner`` (vertices ``children``), the ones where ``edge`` being its edges."""
+    at = np.flatnonzero(edge)
+
+    def deferred(where: np.ndarray) -> np.ndarray:
+        """Whether each dep of ``where`` waited until the end of the stream: its id first
+        appears after its node (or nowhere)."""
+        named = parent[where]
+        return (named < 0) | (vertices.first_position[np.maximum(named, 0)] > owner[where])
+
+    def canonical(chosen: np.ndarray) -> np.ndarray:
+        """``chosen`` (edges) in order: those known when their node was read, in stream
+        order (node by node, its data deps then its ctrl deps), then the others so."""
+        where = at[chosen]
+        return chosen[np.lexsort((where, is_ctrl[where], owner[where], deferred(where)))]
+
+    keys = deps.starts[vertices.first_position]
+    cycles = _find_cycles(len(vertices.first_position), parent[at], children[at], keys, canonical)
+    if not cycles:
+        return []
+    everything = np.arange(len(parent))
+    noteworthy = np.union1d(vertices.repeats, owner[deferred(everything)])
+    named = _vertex_names(noteworthy, vertices.of_position, deps.names)
+    return [_cycle_problem(c, named, vertices.first_position, deps.ids) for c in cycles]
 
 
 def _repeats(ids: np.ndarray, names: Sequence[str], vertices: _Vertices) -> list[PlacedProblem]:
@@ -183,25 +205,31 @@ def _dangling(node_id: int, name: str, dep: int, ctrl: bool) -> Problem:
     return Problem(kind, node_id, message, (dep,))
 
 
-def _find_cycles(count: int, parents: np.ndarray, children: np.ndarray,
-                 keys: np.ndarray) -> list[Cycle]:  # fmt: skip
-    """:func:`find_cycles` of the graph, searched only where the orders of the module doc
-    leave room for a cycle."""
-    if not len(parents) or (parents < children).all():
+def _find_cycles(count: int, parents: np.ndarray, children: np.ndarray, keys: np.ndarray,
+                 canonical: Callable[[np.ndarray], np.ndarray]) -> list[Cycle]:  # fmt: skip
+    """:func:`find_cycles` of the graph (its edges in the order ``canonical`` puts any of
+    them in), searched only where the orders of the module doc leave room for a cycle, and
+    only among edges that can be on one."""
+    if (parents < children).all():
         return []
-    keys = _raised(keys, parents, children)
-    if keys is None:
-        return find_cycles(count, _as_array(parents), _as_array(children))
-    # no edge runs from a larger key to a smaller one now: only ties can run backwards
-    parent_keys, child_keys = keys[parents], keys[children]
-    tied = parent_keys == child_keys
-    against = tied & (parents > children)
-    if not against.any():
+    raised = _raised(keys, parents, children)
+    if raised is None:
+        chosen = np.arange(len(parents))
+    else:  # no edge runs from a larger key to a smaller one now: only ties can run backwards
+        parent_keys, child_keys = raised[parents], raised[children]
+        tied = parent_keys == child_keys
+        against = tied & (parents > children)
+        if not against.any():
+            return []
+        # every cycle lies within one key (keys cannot fall along an edge): only the keys
+        # with an edge against the vertex order can hold one
+        chosen = np.flatnonzero(tied & _among(parent_keys, np.unique(parent_keys[against])))
+    chosen = canonical(chosen)
+    sub_parents, sub_children = parents[chosen], children[chosen]
+    kept = _on_cycles(sub_parents, sub_children)
+    sub_parents, sub_children = sub_parents[kept], sub_children[kept]
+    if not len(sub_parents):
         return []
-    # every cycle lies within one key (keys cannot fall along an edge): only the keys with
-    # an edge against the vertex order can hold one
-    inside = tied & np.isin(parent_keys, np.unique(parent_keys[against]))
-    sub_parents, sub_children = parents[inside], children[inside]
     members = np.unique(np.concatenate((sub_parents, sub_children)))
     found = find_cycles(
         len(members),
@@ -209,6 +237,29 @@ def _find_cycles(count: int, parents: np.ndarray, children: np.ndarray,
         _as_array(np.searchsorted(members, sub_children)),
     )
     return [Cycle(tuple(members[list(c.vertices)].tolist()), c.region) for c in found]
+
+
+def _among(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is one of ``wanted`` (sorted, not empty)."""
+    at = np.minimum(np.searchsorted(wanted, values), len(wanted) - 1)
+    return wanted[at] == values
+
+
+def _on_cycles(parents: np.ndarray, children: np.ndarray) -> np.ndarray:
+    """A mask of the edges left once those that cannot be on a cycle are peeled off, a few
+    rounds: an edge whose parent has no edge in or whose child has no edge out. Every edge
+    of a strongly connected region stays."""
+    members, numbered = np.unique(np.concatenate((parents, children)), return_inverse=True)
+    sources, sinks = numbered[: len(parents)], numbered[len(parents) :]
+    alive = np.ones(len(parents), dtype=bool)
+    for _ in range(_PEEL_ROUNDS):
+        has_in = np.bincount(sinks[alive], minlength=len(members)) > 0
+        has_out = np.bincount(sources[alive], minlength=len(members)) > 0
+        now = alive & has_in[sources] & has_out[sinks]
+        if (now == alive).all():
+            break
+        alive = now
+    return alive
 
 
 def _raised(keys: np.ndarray, parents: np.ndarray, children: np.ndarray) -> Optional[np.ndarray]:

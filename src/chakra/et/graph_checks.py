@@ -96,8 +96,9 @@ _COMM_NODE_TYPES = frozenset(
 )
 #: ids and times must be below 2^63: chakra_sim keeps them in int64 arrays
 _LIMIT = 1 << 63
-#: the largest id chakra_sim keeps
+#: the largest id chakra_sim keeps, and how an ``out_of_range`` problem says an id is past it
 MAX_ID = _LIMIT - 1
+ID_OUT_OF_RANGE = "has an id of 2^63 or more"
 #: chakra_sim keeps durations as float µs and refuses 2^63 ns or more: the same float test
 #: here (``not float(duration_micros) < MAX_US``, ``not 0 <= duration_ns / 1000.0 < MAX_US``),
 #: so that the two agree at the boundary (2^63 - 1 ns rounds up to it)
@@ -183,7 +184,7 @@ def _range_problems(node: Any) -> list[Problem]:
     problems = []
     label = _label(node.id, node.name)
     if node.id >= _LIMIT:
-        message = f"{label} has an id of 2^63 or more (chakra_sim keeps ids as int64)"
+        message = f"{label} {ID_OUT_OF_RANGE} (chakra_sim keeps ids as int64)"
         problems.append(Problem("out_of_range", node.id, message))
     if not float(node.duration_micros) < _MAX_US:
         message = f"{label} has a duration_micros of 2^63 ns or more"
