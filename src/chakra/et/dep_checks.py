@@ -74,12 +74,15 @@ class _Vertices:
 
     def __init__(self, ids: np.ndarray) -> None:
         count = len(ids)
-        self.identity = False  # ids 0, 1, ... count-1 in order: each its own position
+        #: ids first, first + 1, ... in order (each its own position less ``first``): None
+        #: when they are not
+        self.first: Optional[np.uint64] = None
         if count == 0 or (ids[1:] > ids[:-1]).all():  # the common case: written in id order
             self.of_position = self.first_position = np.arange(count, dtype=np.int64)
             self.sorted_ids, self.sorted_vertex = ids, self.of_position
             self.repeats = self.repeat_first = np.zeros(0, dtype=np.int64)
-            self.identity = count > 0 and ids[0] == 0 and ids[-1] == count - 1
+            if count and ids[-1] - ids[0] == count - 1:
+                self.first = ids[0]
             return
         order = np.argsort(ids, kind="stable")  # equal ids keep their stream order
         ordered = ids[order]
@@ -100,9 +103,10 @@ class _Vertices:
 
     def lookup(self, values: np.ndarray) -> np.ndarray:
         """The vertex of each id of ``values``, -1 for an id no node has."""
-        if self.identity:
-            found = values.astype(np.int64)
-            found[values >= np.uint64(len(self.sorted_ids))] = -1
+        if self.first is not None:
+            offset = values - self.first  # wraps around below the first id: too large
+            found = offset.astype(np.int64)
+            found[offset >= np.uint64(len(self.sorted_ids))] = -1
             return found
         if not len(self.sorted_ids) or not len(values):
             return np.full(len(values), -1, dtype=np.int64)
@@ -119,8 +123,11 @@ def dependency_problems(deps: DepArrays, check_ctrl_deps: bool = True) -> DepFin
     ids, names = deps.ids, deps.names
     vertices = _Vertices(ids)
     owner = np.repeat(np.arange(len(ids), dtype=np.int64), np.diff(deps.data_start))
-    if vertices.identity and not len(deps.ctrl) and (deps.data < owner.view(np.uint64)).all():
-        return DepFindings([], [])  # ids 0, 1, ... and every dep on an earlier one: all well
+    first = vertices.first
+    if first is not None and not len(deps.ctrl):  # ids in a row, and only data deps
+        offsets = deps.data - first if first else deps.data
+        if (offsets < owner.view(np.uint64)).all():  # each on an earlier node: all well
+            return DepFindings([], [])
     dep, is_ctrl = deps.data, np.zeros(len(deps.data), dtype=bool)
     if len(deps.ctrl):  # the data deps, then the ctrl deps (sorted by node where it matters)
         owner = np.concatenate((owner, deps.ctrl_owner))
@@ -223,7 +230,8 @@ def _find_cycles(count: int, parents: np.ndarray, children: np.ndarray, keys: np
             return []
         # every cycle lies within one key (keys cannot fall along an edge): only the keys
         # with an edge against the vertex order can hold one
-        chosen = np.flatnonzero(tied & _among(parent_keys, np.unique(parent_keys[against])))
+        chosen = np.flatnonzero(tied)
+        chosen = chosen[_among(parent_keys[chosen], np.unique(parent_keys[against]))]
     chosen = canonical(chosen)
     sub_parents, sub_children = parents[chosen], children[chosen]
     kept = _on_cycles(sub_parents, sub_children)

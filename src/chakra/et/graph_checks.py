@@ -142,7 +142,7 @@ class ValidationReport(msgspec.Struct, frozen=True):
         return dict(Counter(problem.kind for problem in self.problems))
 
 
-def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
+def _attr_problems(node: Any, attrs: list[Any], present: Mapping[str, Any]) -> list[Problem]:
     """Missing required attributes, wrong oneof members and out-of-range values."""
     problems = []
     node_type = node.type
@@ -154,7 +154,7 @@ def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
             type_name = NodeType(node_type).name if node_type in _VALID_TYPES else node_type
             message = f"{_label(node.id, node.name)} of type {type_name} has no {name} attribute"
             problems.append(Problem("missing_attr", node.id, message))
-    for attr in node.attr:  # every copy of a name: readers differ on which one counts
+    for attr in attrs:  # every copy of a name: readers differ on which one counts
         name = attr.name
         if name not in FEEDER_ATTR_KINDS:
             continue
@@ -178,10 +178,13 @@ def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def _range_problems(node: Any) -> list[Problem]:
+def _range_problems(node: Any, attrs: list[Any]) -> list[Problem]:
     """What chakra_sim (int64 arrays) would refuse: an id or a duration of 2^63 (ns) or
     more, a negative duration_ns, and a tid, device or duration_ns not an integer."""
-    problems = []
+    problems: list[Problem] = []
+    last = {attr.name: attr for attr in attrs if attr.name in _SIM_INT_ATTRS}
+    if node.id < _LIMIT and float(node.duration_micros) < _MAX_US and not last:
+        return problems
     label = _label(node.id, node.name)
     if node.id >= _LIMIT:
         message = f"{label} {ID_OUT_OF_RANGE} (chakra_sim keeps ids as int64)"
@@ -189,7 +192,6 @@ def _range_problems(node: Any) -> list[Problem]:
     if not float(node.duration_micros) < _MAX_US:
         message = f"{label} has a duration_micros of 2^63 ns or more"
         problems.append(Problem("out_of_range", node.id, message))
-    last = {attr.name: attr for attr in node.attr if attr.name in _SIM_INT_ATTRS}
     for name, attr in last.items():  # the last one counts, as for the readers
         kind = attr.WhichOneof("value")
         if kind is not None and kind not in INTEGER_KINDS:
@@ -206,12 +208,13 @@ def _range_problems(node: Any) -> list[Problem]:
 def node_problems(node: Any, options: ValidationOptions = DEFAULT_OPTIONS) -> list[Problem]:
     """Problems visible from one node alone: its type, attributes, values and stream (its
     self deps are graph-wide: :mod:`chakra.et.dep_checks`)."""
+    attrs = node.attr[:]  # a list made in C: faster to walk than the container, twice
     present: dict[str, Any] = {}
-    for attr in node.attr:
+    for attr in attrs:
         if attr.name in FEEDER_ATTR_KINDS and attr.name not in present:
             present[attr.name] = attr
-    problems = _attr_problems(node, present)
-    problems.extend(_range_problems(node))
+    problems = _attr_problems(node, attrs, present)
+    problems.extend(_range_problems(node, attrs))
     if node.type not in _VALID_TYPES:
         message = f"{_label(node.id, node.name)} has type {node.type}, not a valid NodeType"
         problems.append(Problem("invalid_type", node.id, message))
@@ -219,14 +222,19 @@ def node_problems(node: Any, options: ValidationOptions = DEFAULT_OPTIONS) -> li
         values = {name: attr_value(attr) for name, attr in present.items()}
         for kind, what in astra_sim_faults(node, values, options.astra_sim, options.comm_groups):
             problems.append(Problem(kind, node.id, f"{_label(node.id, node.name)} {what}"))
-    cpu = present.get("is_cpu_op")
-    is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
-    on_host = node.type in _COMM_NODE_TYPES and any(a.name == "runs_on_host" for a in node.attr)
-    if (options.require_streams and is_gpu and node.type in _GPU_TYPES
-            and "stream" not in present and not on_host):  # fmt: skip
+    if options.require_streams and _lacks_stream(node, attrs, present):
         message = f"{_label(node.id, node.name)} runs on the GPU but has no stream attribute"
         problems.append(Problem("missing_stream", node.id, message))
     return problems
+
+
+def _lacks_stream(node: Any, attrs: list[Any], present: Mapping[str, Any]) -> bool:
+    """A GPU node (``is_cpu_op`` false, COMP or COMM type) with no ``stream``, but for a
+    communication node marked ``runs_on_host``."""
+    cpu = present.get("is_cpu_op")
+    is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
+    on_host = node.type in _COMM_NODE_TYPES and any(a.name == "runs_on_host" for a in attrs)
+    return is_gpu and node.type in _GPU_TYPES and "stream" not in present and not on_host
 
 
 class GraphChecker:

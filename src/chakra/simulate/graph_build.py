@@ -30,6 +30,7 @@ from chakra.et.graph_checks import (
     MAX_ID,
     MAX_US,
     SIM_INT_ATTRS,
+    ValidationOptions,
     ValidationReport,
     node_problems,
     report_of,
@@ -58,6 +59,7 @@ _COMP = int(NodeType.COMP_NODE)
 #: below the least ``duration_micros`` the validator's float test refuses: an integer test
 #: that is cheaper, for the nodes whose ``duration_ns`` the replay reads instead
 _NEAR_MAX_MICROS = int(MAX_US) - 4
+_ABSENT: Any = object()
 
 
 def build_graph(
@@ -96,7 +98,7 @@ def build_graph(
     finally:
         if collecting:
             gc.enable()
-    lenient = options is not None and options.lenient
+    lenient = checks is not None and options is not None and options.lenient
     report = None
     if checks is not None:
         report = reader.report()
@@ -127,7 +129,7 @@ class NodeReader:
     checks need (every ``ctrl_deps`` entry), and tolerates what it would otherwise refuse
     (a value of a kind it cannot read is taken as absent: the checks report it)."""
 
-    def __init__(self, serialize_gpu: bool, checks: Optional[Any] = None) -> None:
+    def __init__(self, serialize_gpu: bool, checks: Optional[ValidationOptions] = None) -> None:
         self.serialize_gpu, self.checks = serialize_gpu, checks
         self.ids, self.names, self.durations = array("q"), [], array("d")
         self.measured, self.resource = array("d"), array("q")
@@ -213,7 +215,7 @@ class NodeReader:
         attributes the checks look at by name (None when it has none); records
         ``segment_of``. A reading that proves nothing about an attribute's kind marks the
         node unusual."""
-        is_cpu_op, on_host = None, False
+        is_cpu_op, on_host = _ABSENT, False
         tid = stream = device = duration_ns = values = None
         for attr in node.attr[:]:  # a list made in C: faster to walk than the container
             name = attr.name
@@ -221,7 +223,9 @@ class NodeReader:
                 continue
             # a nonzero member is the one set: the common case, read directly
             if name == "is_cpu_op":
-                is_cpu_op = attr.bool_val or self._bool(attr)
+                is_cpu_op = attr.bool_val  # false: a GPU node's, or another kind
+                if not is_cpu_op and attr.WhichOneof("value") != "bool_val":
+                    is_cpu_op = self._bool(attr)
             elif name == "runs_on_host":
                 on_host = attr.bool_val or _value(attr)
             elif name == "tid":
@@ -238,17 +242,16 @@ class NodeReader:
                 if values is None:
                     values = {}
                 values[name] = _value(attr)
-        if is_cpu_op is None:
+        if is_cpu_op is _ABSENT:  # a host node; the checks want it said
             self.unusual = True
             is_cpu_op = True
         return is_cpu_op or on_host, tid, stream, device, duration_ns, values
 
     def _bool(self, attr: Any) -> Any:
-        """An ``is_cpu_op`` not set true: its value, whichever kind holds it (None when
-        unset); the node is unusual unless it is a ``bool_val``."""
+        """An ``is_cpu_op`` of another kind than ``bool_val``: its value, whichever kind
+        holds it (None when unset); the node is unusual."""
+        self.unusual = True
         kind = attr.WhichOneof("value")
-        if kind != "bool_val":
-            self.unusual = True
         return getattr(attr, kind) if kind is not None else None
 
     def _stream(self, attr: Any) -> Optional[int]:

@@ -63,9 +63,10 @@ FATAL = frozenset({"duplicate_id"})
 class LoadOptions(msgspec.Struct, frozen=True):
     """How a file becomes a graph. ``serialize_gpu``: all GPU nodes of a device on one slot
     (see :func:`chakra.simulate.graph_build.build_graph`). ``checks``: what the load
-    checks (None: nothing, for a file this process has just written and checked).
-    ``lenient``: a graph with problems is simulated anyway, with one warning (logged) that
-    counts each kind and says what the replay does about it, instead of refused."""
+    checks (None: nothing, for a file this process has just written and checked; the
+    replay then refuses only what it cannot index). ``lenient``: a graph with problems is
+    simulated anyway, with one warning (logged) that counts each kind and says what the
+    replay does about it, instead of refused."""
 
     serialize_gpu: bool = False
     lenient: bool = False
