@@ -4,10 +4,11 @@ Each graph is shaped like a converted training step: two host threads whose ops 
 program order, each op launching a GPU op on one of three streams (stream order plus
 occasional cross-stream waits), and a collective on pg "0" every 500 nodes. Each size runs
 in its own process: building the simulator's arrays from the nodes in memory, reading and
-building them again from ``.et`` files (written to a temporary folder, untimed) and running
-the engine (``Engine(graphs)`` and ``run()``) are timed apart; the second line of each case
-gives the two build rates, by the clock and per second of the process's CPU time (steadier on
-a busy machine).
+building them again from ``.et`` files (written to a temporary folder, untimed) with the
+checks ``chakra_sim`` makes as it loads a file (:mod:`chakra.simulate.load_checks`), and
+running the engine (``Engine(graphs)`` and ``run()``) are timed apart; the second line of
+each case gives the two build rates, by the clock and per second of the process's CPU time
+(steadier on a busy machine).
 
     python benchmarks/simulate_throughput.py [--sizes 10000 100000 1000000] [--ranks 4]
 """
@@ -54,6 +55,7 @@ def synthetic_nodes(count: int, seed: int) -> list[Any]:
                          AttributeProto(name="stream", int64_val=stream)])  # fmt: skip
         if collective:
             gpu.attr.extend([AttributeProto(name="comm_type", int64_val=0),
+                             AttributeProto(name="comm_size", int64_val=1 << 20),
                              AttributeProto(name="pg_name", string_val="0")])  # fmt: skip
         nodes.append(gpu)
         last_gpu[stream] = node_id + 1
@@ -63,7 +65,7 @@ def synthetic_nodes(count: int, seed: int) -> list[Any]:
 
 def measure(count: int, ranks: int) -> dict:
     from chakra.et import EtReader, GlobalMetadata, write_et
-    from chakra.simulate import build_graph
+    from chakra.simulate import LoadOptions, build_graph
     from chakra.simulate.engine import Engine  # internal: the engine alone is timed
 
     graphs_nodes = [synthetic_nodes(count, seed=rank) for rank in range(ranks)]
@@ -80,8 +82,8 @@ def measure(count: int, ranks: int) -> dict:
         read_start, read_start_cpu = time.perf_counter(), time.process_time()
         graphs = []
         for rank, path in enumerate(paths):
-            with EtReader(path) as reader:
-                graphs.append(build_graph(reader, rank))
+            with EtReader(path) as reader:  # checked, as chakra_sim loads a file
+                graphs.append(build_graph(reader, rank, options=LoadOptions()))
         read_built, read_built_cpu = time.perf_counter(), time.process_time()
     run_start = time.perf_counter()  # not the removal of the temporary folder
     engine = Engine(graphs)

@@ -411,3 +411,11 @@ def test_feeder_trace_from_an_old_converter(shared_traces: Path) -> None:
     assert sum(len(c) > 1 for c in nx.strongly_connected_components(graph)) == 417
     assert validate_et(path, ValidationOptions(check_ctrl_deps=False, astra_sim=False)).counts(
     ) == {"missing_attr": 28, "self_dep": 383, "cycle": 417}  # fmt: skip
+
+
+def test_duration_ns_without_a_value_is_no_problem() -> None:
+    """An attribute holding no value is absent for every reader (the validator raised a
+    TypeError on a ``duration_ns`` of no value)."""
+    node = make_node(1)
+    node.attr.add(name="duration_ns")
+    assert problems_of([node]) == []

@@ -199,7 +199,8 @@ def test_astra_sim_collective_comm_size_of_another_kind(
 ) -> None:
     """Found by the long campaign: ``comm_size`` held as ``bytes_val`` on a collective made
     ``chakra_sim --resources astra-sim`` fail with a ValueError; now one line names the
-    file, the node and the attribute."""
+    file, the node and the attribute: chakra_validate's finding, or with ``--lenient``
+    what ASTRA-sim's model cannot read."""
 
     def edit(_: Any, nodes: list[Any]) -> None:
         node = next(n for n in nodes if n.type == NodeType.COMM_COLL_NODE)
@@ -210,7 +211,12 @@ def test_astra_sim_collective_comm_size_of_another_kind(
     graph = handmade.edit_et(base["et"], tmp_path / "bytes_size.et", edit)
     result, outcome = check(sim(out_dir(tmp_path), graph, options=("--resources", "astra-sim")))
     assert outcome.verdict is Verdict.CLEAN_ERROR
-    assert "attribute comm_size holds bytes_val, not an integer" in result.stderr
+    assert "holds comm_size as bytes_val, but the feeder reads only int64_val" in result.stderr
+    result, outcome = check(
+        sim(out_dir(tmp_path / "lenient"), graph, options=("--resources", "astra-sim", "--lenient"))
+    )
+    assert outcome.verdict is Verdict.CLEAN_ERROR
+    assert "attribute comm_size holds bytes_val, not an integer" in result.stderr.splitlines()[-1]
 
 
 def test_visualizer_attribute_of_another_kind_names_the_file(

@@ -32,7 +32,7 @@ def make(node_id: int, kind: str = "comp", us: int = 0, deps: tuple = (), ctrl: 
                duration_micros=us, data_deps=list(deps), ctrl_deps=list(ctrl))  # fmt: skip
     set_attr(out, "is_cpu_op", cpu)
     for key, value in attrs.items():
-        set_attr(out, key, value, None if key == "pg_name" else "int64_val")
+        set_attr(out, key, value)  # in the kind the feeder reads (chakra_sim checks it)
     return out
 
 

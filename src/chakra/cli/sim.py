@@ -40,6 +40,15 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
     """How nodes share the hardware (``--serialize-gpu``, ``--resources``) and the what-if
     run (``--scale``, ``--network``)."""
     parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="simulate a graph that fails the checks of chakra_validate --no-astra-sim "
+        "anyway (dangling or self deps left out, a value of the wrong kind read as far as "
+        "it can be), with one warning per file that counts each kind of problem and says "
+        "what the replay does about it; default: refuse it, naming the first problem. A "
+        "repeated id is refused even so",
+    )
+    parser.add_argument(
         "--serialize-gpu",
         action="store_true",
         help="run all GPU work of a device on one slot (as before stream ids)",
@@ -139,20 +148,21 @@ def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
     """The replay of the chosen resource model and its what-if: ``--network`` is the
     what-if's model (threads-streams) or ASTRA-sim's ring (astra-sim)."""
     from chakra.ranks.files import load_agreed
-    from chakra.simulate import SimOptions
+    from chakra.simulate import LoadOptions, SimOptions
     from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
     from chakra.simulate.network import NetworkModel
     from chakra.simulate.replay import replay
     from chakra.simulate.run import load_astra_graph
 
+    load = LoadOptions(serialize_gpu=args.serialize_gpu, lenient=args.lenient)
     if args.resources != ASTRA_SIM:
         network = NetworkModel.parse(args.network) if args.network else None
-        return replay(load_agreed(args.paths, args.serialize_gpu), rules, network)
+        return replay(load_agreed(args.paths, load=load), rules, network)
     if args.serialize_gpu:
         raise UsageError("--serialize-gpu: ASTRA-sim's model has one GPU slot per rank")
     network = NetworkModel.parse(args.network or DEFAULT_NETWORK)
     ring = AstraRing.from_network(network, len(args.paths))
-    graphs = [load_astra_graph(path, rank) for rank, path in enumerate(args.paths)]
+    graphs = [load_astra_graph(path, rank, load) for rank, path in enumerate(args.paths)]
     return replay(graphs, rules, options=SimOptions(ring=ring))
 
 

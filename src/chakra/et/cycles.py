@@ -21,14 +21,17 @@ class Cycle:
 
 def find_cycles(count: int, parents: array, children: array) -> list[Cycle]:
     """One :class:`Cycle` per strongly connected region of two or more vertices of the graph
-    on vertices ``0..count-1`` with an edge ``parents[i] -> children[i]`` for each ``i``."""
+    on vertices ``0..count-1`` with an edge ``parents[i] -> children[i]`` for each ``i``, in
+    the order of their smallest vertices; each is the one walked from that vertex along the
+    first edge (in the edges' order) that stays in the region. So a search over a part of
+    the graph that holds whole regions, numbered and ordered as in the graph, finds the same
+    cycles."""
     starts, targets = _adjacency(count, parents, children)
     leftover = _unsorted_vertices(count, starts, targets, children)
-    return [
-        Cycle(tuple(_cycle_in(component, starts, targets)), len(component))
-        for component in _strong_components(leftover, starts, targets)
-        if len(component) > 1
-    ]
+    components = sorted(
+        (c for c in _strong_components(leftover, starts, targets) if len(c) > 1), key=min
+    )
+    return [Cycle(tuple(_cycle_in(c, starts, targets)), len(c)) for c in components]
 
 
 def _adjacency(count: int, parents: array, children: array) -> tuple[list[int], array]:
@@ -123,7 +126,7 @@ def _cycle_in(component: list[int], starts: list[int], targets: array) -> list[i
     members = set(component)
     seen: dict[int, int] = {}
     path: list[int] = []
-    vertex = component[0]
+    vertex = min(component)
     while vertex not in seen:
         seen[vertex] = len(path)
         path.append(vertex)

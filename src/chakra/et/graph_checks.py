@@ -8,25 +8,33 @@ both, and silently never issues the nodes behind a cycle over the two together. 
 is reported as ``self_dep`` only, not also as a cycle; a cycle is reported once per strongly
 connected region of the dependency graph (ids are its vertices, so a duplicate id merges
 the deps of its nodes). :func:`validate_nodes` returns every problem found as a
-:class:`ValidationReport` and raises nothing for a bad graph. It streams its input once,
-keeping per node only integers (id, data deps) plus the names of the few nodes a later
-problem may name (those with a dep on an id not seen yet, and duplicates). Time is
-O(nodes + deps + attributes); no step recurses, so million-node chains and cycles are fine.
+:class:`ValidationReport` and raises nothing for a bad graph.
+
+The rules come in two parts that ``chakra_sim`` shares too (it checks what it loads):
+:func:`node_problems`, what one node shows alone (its type, attributes and values), and
+the graph-wide ones of :mod:`chakra.et.dep_checks` (repeated ids, dangling and self deps,
+cycles), over flat arrays a reader fills as it streams the nodes. :class:`GraphChecker`
+does both for a stream, keeping per node only integers (id, deps, measured start) and its
+name. Time is O(nodes + deps + attributes); no step recurses, so million-node chains and
+cycles are fine.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 import msgspec
+import numpy as np
 
 from chakra.errors import PathLike
 from chakra.et.astra_sim import astra_sim_faults
 from chakra.et.attributes import ATTRIBUTE_KINDS, INTEGER_KINDS, attr_value
-from chakra.et.cycles import find_cycles
+from chakra.et.dep_checks import DepArrays, DepFindings, dependency_problems
+from chakra.et.problems import SLOT_NODE, PlacedProblem, Problem
+from chakra.et.problems import node_label as _label
 from chakra.et.reader import EtReader
 from chakra.et.schema import CollectiveCommType, NodeType
 
@@ -86,29 +94,19 @@ _COMM_TYPES = frozenset(int(t) for t in CollectiveCommType)
 _COMM_NODE_TYPES = frozenset(
     (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE, NodeType.COMM_COLL_NODE)
 )
-_CYCLE_IDS_SHOWN = 10
 #: ids and times must be below 2^63: chakra_sim keeps them in int64 arrays
 _LIMIT = 1 << 63
+#: the largest id chakra_sim keeps, and how an ``out_of_range`` problem says an id is past it
+MAX_ID = _LIMIT - 1
+ID_OUT_OF_RANGE = "has an id of 2^63 or more"
 #: chakra_sim keeps durations as float µs and refuses 2^63 ns or more: the same float test
-#: here, so that the two agree at the boundary (2^63 - 1 ns rounds up to it)
-_MAX_US = float(_LIMIT) / 1000.0
+#: here (``not float(duration_micros) < MAX_US``, ``not 0 <= duration_ns / 1000.0 < MAX_US``),
+#: so that the two agree at the boundary (2^63 - 1 ns rounds up to it)
+MAX_US = float(_LIMIT) / 1000.0
+_MAX_US = MAX_US
 #: attributes chakra_sim reads as integers, of any integer kind (not a list, string, bool)
-_SIM_INT_ATTRS = ("tid", "device", "duration_ns")
-
-
-class Problem(msgspec.Struct, frozen=True, gc=False):
-    """One thing wrong with a graph.
-
-    ``kind`` is one of :data:`PROBLEM_KINDS`; ``node_id`` the node concerned (None if none);
-    ``message`` one sentence naming the node and the fault. ``related_ids`` holds the other
-    ids involved: the missing id of a dangling dep, or for a cycle its ids in order, each
-    listing the next among its ``data_deps`` and the last listing the first.
-    """
-
-    kind: str
-    node_id: Optional[int]
-    message: str
-    related_ids: tuple[int, ...] = ()
+SIM_INT_ATTRS = ("tid", "device", "duration_ns")
+_SIM_INT_ATTRS = SIM_INT_ATTRS
 
 
 class ValidationOptions(msgspec.Struct, frozen=True):
@@ -144,11 +142,7 @@ class ValidationReport(msgspec.Struct, frozen=True):
         return dict(Counter(problem.kind for problem in self.problems))
 
 
-def _label(node_id: int, name: Optional[str]) -> str:
-    return f"node {node_id}" if name is None else f"node {node_id} ({name!r})"
-
-
-def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
+def _attr_problems(node: Any, attrs: list[Any], present: Mapping[str, Any]) -> list[Problem]:
     """Missing required attributes, wrong oneof members and out-of-range values."""
     problems = []
     node_type = node.type
@@ -160,7 +154,7 @@ def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
             type_name = NodeType(node_type).name if node_type in _VALID_TYPES else node_type
             message = f"{_label(node.id, node.name)} of type {type_name} has no {name} attribute"
             problems.append(Problem("missing_attr", node.id, message))
-    for attr in node.attr:  # every copy of a name: readers differ on which one counts
+    for attr in attrs:  # every copy of a name: readers differ on which one counts
         name = attr.name
         if name not in FEEDER_ATTR_KINDS:
             continue
@@ -184,159 +178,121 @@ def _attr_problems(node: Any, present: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def _range_problems(node: Any) -> list[Problem]:
+def _range_problems(node: Any, attrs: list[Any]) -> list[Problem]:
     """What chakra_sim (int64 arrays) would refuse: an id or a duration of 2^63 (ns) or
     more, a negative duration_ns, and a tid, device or duration_ns not an integer."""
-    problems = []
+    problems: list[Problem] = []
+    last = {attr.name: attr for attr in attrs if attr.name in _SIM_INT_ATTRS}
+    if node.id < _LIMIT and float(node.duration_micros) < _MAX_US and not last:
+        return problems
     label = _label(node.id, node.name)
     if node.id >= _LIMIT:
-        message = f"{label} has an id of 2^63 or more (chakra_sim keeps ids as int64)"
+        message = f"{label} {ID_OUT_OF_RANGE} (chakra_sim keeps ids as int64)"
         problems.append(Problem("out_of_range", node.id, message))
     if not float(node.duration_micros) < _MAX_US:
         message = f"{label} has a duration_micros of 2^63 ns or more"
         problems.append(Problem("out_of_range", node.id, message))
-    last = {attr.name: attr for attr in node.attr if attr.name in _SIM_INT_ATTRS}
     for name, attr in last.items():  # the last one counts, as for the readers
         kind = attr.WhichOneof("value")
         if kind is not None and kind not in INTEGER_KINDS:
             message = f"{label} holds {name} as {kind}, not an integer"
             problems.append(Problem("wrong_attr_kind", node.id, message))
-        elif name == "duration_ns" and not 0 <= attr_value(attr) / 1000.0 < _MAX_US:
+        elif (name == "duration_ns" and kind is not None
+              and not 0 <= attr_value(attr) / 1000.0 < _MAX_US):  # fmt: skip
             message = (f"{label} has duration_ns {attr_value(attr)}: negative, or 2^63 ns or"
                        " more once in µs (what chakra_sim refuses)")  # fmt: skip
             problems.append(Problem("out_of_range", node.id, message))
     return problems
 
 
-def _node_problems(node: Any, options: ValidationOptions) -> list[Problem]:
-    """Problems visible from one node alone: its type, attributes, stream and self dep."""
+def node_problems(node: Any, options: ValidationOptions = DEFAULT_OPTIONS) -> list[Problem]:
+    """Problems visible from one node alone: its type, attributes, values and stream (its
+    self deps are graph-wide: :mod:`chakra.et.dep_checks`)."""
+    attrs = node.attr[:]  # a list made in C: faster to walk than the container, twice
     present: dict[str, Any] = {}
-    for attr in node.attr:
+    for attr in attrs:
         if attr.name in FEEDER_ATTR_KINDS and attr.name not in present:
             present[attr.name] = attr
-    problems = _attr_problems(node, present)
-    problems.extend(_range_problems(node))
+    problems = _attr_problems(node, attrs, present)
+    problems.extend(_range_problems(node, attrs))
     if node.type not in _VALID_TYPES:
         message = f"{_label(node.id, node.name)} has type {node.type}, not a valid NodeType"
         problems.append(Problem("invalid_type", node.id, message))
-    for field in ("data_deps", "ctrl_deps"):
-        if node.id in getattr(node, field):
-            message = f"{_label(node.id, node.name)} lists itself among its {field}"
-            problems.append(Problem("self_dep", node.id, message))
     if options.astra_sim or options.comm_groups is not None:
         values = {name: attr_value(attr) for name, attr in present.items()}
         for kind, what in astra_sim_faults(node, values, options.astra_sim, options.comm_groups):
             problems.append(Problem(kind, node.id, f"{_label(node.id, node.name)} {what}"))
-    cpu = present.get("is_cpu_op")
-    is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
-    on_host = node.type in _COMM_NODE_TYPES and any(a.name == "runs_on_host" for a in node.attr)
-    if (options.require_streams and is_gpu and node.type in _GPU_TYPES
-            and "stream" not in present and not on_host):  # fmt: skip
+    if options.require_streams and _lacks_stream(node, attrs, present):
         message = f"{_label(node.id, node.name)} runs on the GPU but has no stream attribute"
         problems.append(Problem("missing_stream", node.id, message))
     return problems
 
 
-class _GraphBuilder:
-    """Accumulates the id graph of a node stream, then finds the graph-wide problems.
+def _lacks_stream(node: Any, attrs: list[Any], present: Mapping[str, Any]) -> bool:
+    """A GPU node (``is_cpu_op`` false, COMP or COMM type) with no ``stream``, but for a
+    communication node marked ``runs_on_host``."""
+    cpu = present.get("is_cpu_op")
+    is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
+    on_host = node.type in _COMM_NODE_TYPES and any(a.name == "runs_on_host" for a in attrs)
+    return is_gpu and node.type in _GPU_TYPES and "stream" not in present and not on_host
 
-    Vertices are distinct ids numbered in order of first appearance (a duplicate id adds its
-    deps to the same vertex); edges run from a dep to its dependent. A dep on an id not seen
-    yet waits in a pending list until the end of the stream.
-    """
 
-    def __init__(self, options: ValidationOptions) -> None:
+class GraphChecker:
+    """Checks a node stream as it goes: :meth:`add` each node (its own problems now, its
+    id, deps and name kept for the graph-wide checks), then :meth:`finish`."""
+
+    def __init__(self, options: ValidationOptions = DEFAULT_OPTIONS) -> None:
         self.options = options
-        self.nodes = 0
-        self.problems: list[Problem] = []
-        self.vertex_of: dict[int, int] = {}
-        self.vertex_ids = array("Q")
-        self.first_position = array("q")
-        self.edge_parents = array("q")
-        self.edge_children = array("q")
-        self.pending: list[tuple[str, int, int, int]] = []  # (kind, position, node id, dep id)
-        self.names: dict[int, str] = {}  # by position, for nodes a later problem may name
-        self.vertex_names: dict[int, str] = {}
+        self.local: list[PlacedProblem] = []
+        self.ids, self.names = array("Q"), []
+        self.data, self.data_start = array("Q"), array("q", [0])
+        self.ctrl, self.ctrl_owner = array("Q"), array("q")
+        self.starts = array("d")
 
     def add(self, node: Any) -> None:
-        position, node_id = self.nodes, node.id
-        self.nodes += 1
-        vertex = self.vertex_of.get(node_id)
-        noteworthy = vertex is not None
-        if vertex is None:
-            vertex = self.vertex_of[node_id] = len(self.vertex_ids)
-            self.vertex_ids.append(node_id)
-            self.first_position.append(position)
-        else:
-            message = (
-                f"{_label(node_id, node.name)}, node #{position + 1} of the stream, reuses the"
-                f" id of node #{self.first_position[vertex] + 1}"
-            )
-            self.problems.append(Problem("duplicate_id", node_id, message))
-        self.problems.extend(_node_problems(node, self.options))
-        # ctrl deps are waited on like data deps: both are edges of the cycle check
-        for kind, deps in (("dangling_data_dep", node.data_deps),
-                           ("dangling_ctrl_dep", node.ctrl_deps)):  # fmt: skip
-            for dep in deps:
-                parent = self.vertex_of.get(dep)
-                if parent is None:
-                    self.pending.append((kind, position, vertex, dep))
-                    noteworthy = True
-                elif dep != node_id:
-                    self.edge_parents.append(parent)
-                    self.edge_children.append(vertex)
-        if noteworthy:
-            self.names[position] = node.name
-            self.vertex_names.setdefault(vertex, node.name)
+        position = len(self.names)
+        self.ids.append(node.id)
+        self.names.append(node.name)
+        self.data.fromlist(node.data_deps[:])
+        self.data_start.append(len(self.data))
+        ctrl = node.ctrl_deps[:]
+        if ctrl:
+            self.ctrl.fromlist(ctrl)
+            self.ctrl_owner.fromlist([position] * len(ctrl))
+        start = node.start_time_micros
+        self.starts.append(float(start) if start else -1.0)
+        for problem in node_problems(node, self.options):
+            self.local.append(PlacedProblem(position, SLOT_NODE, problem))
 
     def finish(self) -> ValidationReport:
-        problems = self.problems
-        for kind, position, vertex, dep in self.pending:
-            parent = self.vertex_of.get(dep)
-            if parent is None:
-                if kind == "dangling_ctrl_dep" and not self.options.check_ctrl_deps:
-                    continue
-                node_id = self.vertex_ids[vertex]
-                which = "data dep" if kind == "dangling_data_dep" else "ctrl dep"
-                message = (
-                    f"{_label(node_id, self.names[position])} has {which} {dep}, which no node has"
-                )
-                problems.append(Problem(kind, node_id, message, (dep,)))
-            else:  # a dep on a later node
-                self.edge_parents.append(parent)
-                self.edge_children.append(vertex)
-        problems.extend(self._cycle_problems())
-        return ValidationReport(self.nodes, tuple(problems))
+        deps = DepArrays(
+            _uint64(self.ids), self.names, _uint64(self.data), np.asarray(self.data_start),
+            _uint64(self.ctrl), np.asarray(self.ctrl_owner), np.asarray(self.starts),
+        )  # fmt: skip
+        found = dependency_problems(deps, self.options.check_ctrl_deps)
+        return report_of(len(self.names), self.local, found)
 
-    def _cycle_problems(self) -> list[Problem]:
-        cycles = find_cycles(len(self.vertex_ids), self.edge_parents, self.edge_children)
-        return [self._cycle_problem(list(c.vertices), c.region) for c in cycles]
 
-    def _cycle_problem(self, cycle: list[int], region: int) -> Problem:
-        """A ``cycle`` problem, rotated to start at a vertex whose name is known."""
-        named = [i for i, vertex in enumerate(cycle) if vertex in self.vertex_names]
-        if named:
-            cycle = cycle[named[0] :] + cycle[: named[0]]
-        ids = tuple(self.vertex_ids[vertex] for vertex in cycle)
-        shown = " -> ".join(str(i) for i in ids[:_CYCLE_IDS_SHOWN])
-        more = f" -> ... ({len(ids)} ids in all)" if len(ids) > _CYCLE_IDS_SHOWN else ""
-        message = (
-            f"{_label(ids[0], self.vertex_names.get(cycle[0]))} is on a dependency cycle"
-            f" {shown}{more} -> {ids[0]} (each lists the next among its data_deps or"
-            f" ctrl_deps, both of which ASTRA-sim waits on), in a strongly connected region"
-            f" of {region} nodes"
-        )
-        return Problem("cycle", ids[0], message, ids)
+def _uint64(values: array) -> np.ndarray:
+    return np.frombuffer(values, dtype=np.uint64) if len(values) else np.zeros(0, np.uint64)
+
+
+def report_of(nodes: int, local: Sequence[PlacedProblem], found: DepFindings) -> ValidationReport:
+    """The report of a stream of ``nodes`` nodes: each node's problems in stream order (a
+    repeated id, then ``local``, its own, then its self deps), then ``found``'s dangling
+    deps and cycles."""
+    placed = sorted((*local, *found.placed), key=lambda p: (p.position, p.slot))
+    return ValidationReport(nodes, (*(p.problem for p in placed), *found.tail))
 
 
 def validate_nodes(
     nodes: Iterable[Any], options: ValidationOptions = DEFAULT_OPTIONS
 ) -> ValidationReport:
     """Validate ``Node`` messages (consumed once, in order); see the module docstring."""
-    builder = _GraphBuilder(options)
+    checker = GraphChecker(options)
     for node in nodes:
-        builder.add(node)
-    return builder.finish()
+        checker.add(node)
+    return checker.finish()
 
 
 def validate_et(path: PathLike, options: ValidationOptions = DEFAULT_OPTIONS) -> ValidationReport:

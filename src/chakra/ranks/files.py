@@ -18,9 +18,11 @@ from chakra.errors import ChakraError, PathLike
 from chakra.et import EtReader, EtWriter, NodeType, get_attr, set_attr
 from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.ranks.agree import P2P, Agreement, CommRecord, Fill, agree
+from chakra.simulate.graph_build import build_graph
+from chakra.simulate.load_checks import LoadOptions
 from chakra.simulate.replay import SimOptions, simulate
-from chakra.simulate.run import load_graph
-from chakra.simulate.sim_graph import SimGraph, SimulationError, build_graph
+from chakra.simulate.run import load_graph, load_options
+from chakra.simulate.sim_graph import SimGraph, SimulationError
 from chakra.simulate.sim_result import SimResult
 
 logger = logging.getLogger(__name__)
@@ -142,31 +144,39 @@ def rewrite_files(paths: Sequence[PathLike], agreement: Agreement) -> list[int]:
 
 
 def simulate_agreed(
-    paths: Sequence[PathLike], serialize_gpu: bool = False, options: Optional[SimOptions] = None
+    paths: Sequence[PathLike],
+    serialize_gpu: bool = False,
+    options: Optional[SimOptions] = None,
+    load: Optional[LoadOptions] = None,
 ) -> SimResult:
     """Simulate the ranks together (:func:`chakra.simulate.simulate` with ``options``) with
-    the agreement's fills applied to the nodes read (the files are left as they are)."""
-    return simulate(load_agreed(paths, serialize_gpu), options)
+    the agreement's fills applied to the nodes read (the files are left as they are);
+    ``load``: how they are read and checked (:func:`chakra.simulate.load_graph`)."""
+    return simulate(load_agreed(paths, serialize_gpu, load), options)
 
 
-def load_agreed(paths: Sequence[PathLike], serialize_gpu: bool = False) -> list[SimGraph]:
+def load_agreed(
+    paths: Sequence[PathLike], serialize_gpu: bool = False, load: Optional[LoadOptions] = None
+) -> list[SimGraph]:
     """One graph per rank (rank = position in ``paths``) with the agreement's fills
-    applied to the nodes read (the files are left as they are). Several Chakra ET files
-    are read twice: once for their communication nodes, once to build the graphs;
-    anything else (one file, ET+) is read as given."""
+    applied to the nodes read (the files are left as they are), read and checked as
+    ``load`` says (:func:`chakra.simulate.load_graph`). Several Chakra ET files are read
+    twice: once for their communication nodes, once to build the graphs; anything else
+    (one file, ET+) is read as given."""
+    load = load_options(load, serialize_gpu)
     kinds = {sniff_kind(p) for p in paths}
     if len(paths) < 2 or kinds != {TraceKind.CHAKRA_ET}:
-        return [load_graph(p, rank, serialize_gpu) for rank, p in enumerate(paths)]
+        return [load_graph(p, rank, options=load) for rank, p in enumerate(paths)]
     agreement = agree_files(paths)
     graphs = []
     for rank, path in enumerate(paths):
         fills = agreement.fills.get(rank)
         if not fills:
-            graphs.append(load_graph(path, rank, serialize_gpu))
+            graphs.append(load_graph(path, rank, options=load))
             continue
         with EtReader(path) as reader:
             try:
-                graph = build_graph(patched(reader, fills), rank, serialize_gpu)
+                graph = build_graph(patched(reader, fills), rank, options=load, source=str(path))
             except SimulationError as exc:
                 raise SimulationError(f"{path}: {exc}") from exc
             graphs.append(msgspec.structs.replace(graph, source=str(path)))

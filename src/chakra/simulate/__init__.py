@@ -15,16 +15,18 @@ node with the smallest id). The engine that fills the times
 throughput benchmark drive it directly."""
 
 from chakra.simulate.analysis import ScaleRule
+from chakra.simulate.graph_build import build_graph
+from chakra.simulate.load_checks import LoadOptions
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.replay import SimOptions, simulate, what_if
 from chakra.simulate.resources import Resource
 from chakra.simulate.result import rank_results
 from chakra.simulate.run import load_graph, simulate_files
-from chakra.simulate.sim_graph import SimGraph, SimulationError, build_graph
+from chakra.simulate.sim_graph import SimGraph, SimulationError
 from chakra.simulate.sim_result import PathEntry, RankResult, ResourceUse, SimResult
 
 __all__ = [
-    "NetworkModel", "PathEntry", "RankResult", "Resource", "ResourceUse", "ScaleRule",
-    "SimGraph", "SimOptions", "SimResult", "SimulationError", "build_graph", "load_graph",
-    "rank_results", "simulate", "simulate_files", "what_if",
+    "LoadOptions", "NetworkModel", "PathEntry", "RankResult", "Resource", "ResourceUse",
+    "ScaleRule", "SimGraph", "SimOptions", "SimResult", "SimulationError", "build_graph",
+    "load_graph", "rank_results", "simulate", "simulate_files", "what_if",
 ]  # fmt: skip

@@ -21,12 +21,16 @@ from __future__ import annotations
 import logging
 from array import array
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Optional
+
+import msgspec
 
 from chakra.et.attributes import attr_value
+from chakra.et.graph_checks import GraphChecker
 from chakra.et.schema import CollectiveCommType, NodeType
 from chakra.simulate.astra_network import RING_COLLECTIVES
+from chakra.simulate.load_checks import ASTRA_REMEDIES, LoadOptions, judge
 from chakra.simulate.resources import Resource
 from chakra.simulate.sim_graph import (
     NO_RESOURCE,
@@ -60,10 +64,40 @@ class P2PKey(CommKey, frozen=True):
     destination: int = 0
 
 
-def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
+def build_astra_graph(
+    nodes: Iterable[Any], rank: int = 0, options: Optional[LoadOptions] = None, source: str = ""
+) -> SimGraph:
     """Index ``nodes`` (any order) with ASTRA-sim's slots, dependencies and durations.
     Raises SimulationError for a repeated id, an unknown dependency, or a communication
-    node without the attributes ASTRA-sim needs. One pass over the nodes."""
+    node without the attributes ASTRA-sim needs. One pass over the nodes. ``options``
+    (None: no checks), ``source``: as for :func:`chakra.simulate.graph_build.build_graph`;
+    the checks see every node (:class:`~chakra.et.graph_checks.GraphChecker`), and their
+    verdict comes before any error of this model's own."""
+    if options is None or options.checks is None:
+        return _build(nodes, rank, lenient=False, checked=False)
+    checker = GraphChecker(options.checks)
+    watched = _watched(nodes, checker)
+    try:
+        graph = _build(watched, rank, options.lenient, checked=True)
+    except SimulationError:
+        for _ in watched:  # the rest of the nodes, for the checks' verdict
+            pass
+        judge(checker.finish(), rank, options.lenient, source, ASTRA_REMEDIES)
+        raise
+    report = checker.finish()
+    judge(report, rank, options.lenient, source, ASTRA_REMEDIES)
+    return msgspec.structs.replace(graph, problem_counts=dict(report.counts()))
+
+
+def _watched(nodes: Iterable[Any], checker: GraphChecker) -> Iterator[Any]:
+    for node in nodes:
+        checker.add(node)
+        yield node
+
+
+def _build(nodes: Iterable[Any], rank: int, lenient: bool, checked: bool) -> SimGraph:
+    """The graph; ``checked``: the checks see the nodes, so a file that cannot be read is
+    reported as such, not as a repeated id read before the damage."""
     ids, names, durations, measured = array("q"), [], array("d"), array("d")
     resource, deps, dep_start = array("q"), array("Q"), array("q", [0])
     slots: dict[str, int] = {}
@@ -97,13 +131,13 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
             elif kind in (_SEND, _RECV):
                 comm[position] = _p2p_key(node, rank, values, counts)
     except Exception as exc:
-        repeated = repeated_id_error(rank, ids)
+        repeated = None if checked else repeated_id_error(rank, ids)
         if repeated is not None:
             raise repeated from None
         if isinstance(exc, OverflowError):  # an id of 2^63 or more
             raise node_error(node, exc) from None
         raise
-    check_durations(durations, ids, names)
+    check_durations(durations, ids, names, lenient)
     for comm_type, count in sorted(replayed.items(), key=lambda kv: str(kv[0])):
         if comm_type == CollectiveCommType.BROADCAST:  # as ASTRA-sim does
             logger.debug("rank %d: %d BROADCAST node(s) replay their duration", rank, count)
@@ -115,8 +149,9 @@ def build_astra_graph(nodes: Iterable[Any], rank: int = 0) -> SimGraph:
                 _type_name(comm_type),
             )
     return assemble_graph(
-        rank, ids, names, durations, measured, resource, resources, deps, dep_start, comm
-    )
+        rank, ids, names, durations, measured, resource, resources, deps, dep_start, comm,
+        lenient,
+    )  # fmt: skip
 
 
 def _values(node: Any) -> dict[str, Any]:

@@ -46,17 +46,37 @@ def index_ids(ids: array) -> tuple[IdIndex, int]:
 def dependency_positions(index: IdIndex, deps: array) -> tuple[np.ndarray, int]:
     """The position of the node each dependency names (int64), and the index in ``deps`` of
     the first dependency that names no node (-1 when all are known)."""
-    wanted = np.frombuffer(deps, dtype=np.uint64) if len(deps) else np.zeros(0, dtype=np.uint64)
+    positions, missing = _positions(index, _uint64(deps))
+    first_missing = int(np.argmax(missing)) if missing.any() else -1
+    return positions, first_missing
+
+
+def usable_deps(index: IdIndex, ids: array, deps: array, dep_start: array) -> tuple[array, array]:
+    """``deps`` and ``dep_start`` without the dependencies that name no node, nor those of
+    a node on its own id."""
+    wanted = _uint64(deps)
+    starts = np.frombuffer(dep_start, dtype=np.int64)
+    owners = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
+    own = wanted == np.frombuffer(ids, dtype=np.uint64)[owners] if len(wanted) else wanted > 0
+    keep = ~(_positions(index, wanted)[1] | own)
+    kept = array("Q")
+    kept.frombytes(wanted[keep].tobytes())
+    return kept, to_array(np.concatenate(([0], np.cumsum(keep)))[starts])
+
+
+def _uint64(values: array) -> np.ndarray:
+    return np.frombuffer(values, dtype=np.uint64) if len(values) else np.zeros(0, np.uint64)
+
+
+def _positions(index: IdIndex, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The position of the node each id of ``wanted`` names (int64), and which name none."""
     if index.identity:
-        missing = wanted >= np.uint64(index.count)
-        first_missing = int(np.argmax(missing)) if missing.any() else -1
-        return wanted.astype(np.int64), first_missing
+        return wanted.astype(np.int64), wanted >= np.uint64(index.count)
     found_at = np.searchsorted(index.sorted_ids, wanted)  # no ids: identity, above
     np.minimum(found_at, index.count - 1, out=found_at)
     missing = index.sorted_ids[found_at] != wanted
-    first_missing = int(np.argmax(missing)) if missing.any() else -1
     positions = found_at if index.order is None else index.order[found_at]
-    return positions.astype(np.int64, copy=False), first_missing
+    return positions.astype(np.int64, copy=False), missing
 
 
 def owner_of(dep_start: array, k: int) -> int:

@@ -11,23 +11,39 @@ import msgspec
 from chakra.errors import PathLike
 from chakra.simulate.astra_graph import build_astra_graph
 from chakra.simulate.astra_network import AstraRing
+from chakra.simulate.graph_build import build_graph
+from chakra.simulate.load_checks import LoadOptions
 from chakra.simulate.node_files import read_nodes
 from chakra.simulate.replay import SimOptions, simulate
-from chakra.simulate.sim_graph import SimGraph, build_graph
+from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
 from chakra.simulate.timeline import chrome_trace as chrome_trace  # re-exported
 
 GraphBuilder = Callable[[Iterable[Any], int], SimGraph]
 
 
-def load_graph(path: PathLike, rank: int, serialize_gpu: bool = False) -> SimGraph:
-    """One rank's graph from an ``.et`` file (streamed) or from ET+ JSON."""
-    return _load_graph(path, rank, partial(build_graph, serialize_gpu=serialize_gpu))
+def load_graph(
+    path: PathLike, rank: int, serialize_gpu: bool = False, options: Optional[LoadOptions] = None
+) -> SimGraph:
+    """One rank's graph from an ``.et`` file (streamed) or from ET+ JSON, checked as
+    ``options`` say (None: :class:`~chakra.simulate.load_checks.LoadOptions`' defaults, a
+    graph ``chakra_validate --no-astra-sim`` rejects is refused); ``serialize_gpu`` or
+    ``options.serialize_gpu``: all GPU nodes of a device on one slot."""
+    options = load_options(options, serialize_gpu)
+    return _load_graph(path, rank, partial(build_graph, options=options, source=str(path)))
 
 
-def load_astra_graph(path: PathLike, rank: int) -> SimGraph:
-    """One rank's graph as ASTRA-sim sees it (:mod:`chakra.simulate.astra_graph`)."""
-    return _load_graph(path, rank, build_astra_graph)
+def load_astra_graph(path: PathLike, rank: int, options: Optional[LoadOptions] = None) -> SimGraph:
+    """One rank's graph as ASTRA-sim sees it (:mod:`chakra.simulate.astra_graph`), checked
+    as ``options`` say (as for :func:`load_graph`)."""
+    build = partial(build_astra_graph, options=options or LoadOptions(), source=str(path))
+    return _load_graph(path, rank, build)
+
+
+def load_options(options: Optional[LoadOptions], serialize_gpu: bool = False) -> LoadOptions:
+    """``options`` (None: the defaults), with ``serialize_gpu`` when it is set."""
+    options = options or LoadOptions()
+    return msgspec.structs.replace(options, serialize_gpu=True) if serialize_gpu else options
 
 
 def _load_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
@@ -38,20 +54,26 @@ def simulate_files(
     paths: Sequence[PathLike],
     serialize_gpu: bool = False,
     options: Optional[SimOptions] = None,
+    load: Optional[LoadOptions] = None,
 ) -> SimResult:
     """:func:`~chakra.simulate.replay.simulate` one graph per rank (rank = position in
-    ``paths``), together; ``options`` None: the defaults without the model-only run."""
+    ``paths``), together; ``options`` None: the defaults without the model-only run;
+    ``load``: how the files are read and checked (:func:`load_graph`)."""
     options = options or SimOptions(explain=False)
-    return simulate([load_graph(p, rank, serialize_gpu) for rank, p in enumerate(paths)], options)
+    load = load_options(load, serialize_gpu)
+    return simulate([load_graph(p, rank, options=load) for rank, p in enumerate(paths)], options)
 
 
 def simulate_astra_files(
-    paths: Sequence[PathLike], ring: AstraRing, explain: bool = False
+    paths: Sequence[PathLike],
+    ring: AstraRing,
+    explain: bool = False,
+    load: Optional[LoadOptions] = None,
 ) -> SimResult:
     """Simulate one graph per rank (rank = position in ``paths``) with ASTRA-sim's resource
     model and ring (:mod:`chakra.simulate.astra_events`), reading the files as ASTRA-sim
     does: as they are, without the cross-rank fills :func:`chakra.ranks.files.
     simulate_agreed` applies. ``explain``: as :class:`~chakra.simulate.replay.SimOptions`
-    says."""
-    graphs = [load_astra_graph(p, rank) for rank, p in enumerate(paths)]
+    says; ``load``: as for :func:`load_graph`."""
+    graphs = [load_astra_graph(p, rank, load) for rank, p in enumerate(paths)]
     return simulate(graphs, SimOptions(ring=ring, explain=explain))
