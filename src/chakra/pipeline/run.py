@@ -16,10 +16,14 @@ Output folder layout::
                            and the views (:mod:`chakra.views`): temporal breakdown, overlap,
                            top kernels, stream idle time by cause, typed critical path; the
                            cross-rank agreement; "what_if": each scenario's rules, node counts,
-                           per-rank makespan and change vs the replay in % (or why skipped)
+                           per-rank makespan and change vs the replay in % (or why skipped);
+                           "job": the job's makespan (slowest rank), spread, per rank compute /
+                           exposed communication / unexplained / idle time, and each what-if's
+                           change of the job's makespan (:mod:`chakra.views.job`)
     report.html            report.json as one self-contained page (inline CSS and SVG, no
-                           scripts, nothing fetched): summary table, what-if results, per-rank
-                           busy fraction over time, breakdowns and critical path
+                           scripts, nothing fetched): the job and its what-if changes, the
+                           ranks compared, then per rank (collapsed, the slowest open) busy
+                           fraction over time, breakdowns and critical path
                            (:mod:`chakra.views.html_report`); unless turned off
     timeline.json          simulated (and measured) schedule, Chrome/Perfetto JSON
     utilisation.png        busy fraction of each host thread and GPU stream over time,
