@@ -23,9 +23,8 @@ def job_lines(job: JobSummary) -> list[str]:
     makespan against the replay's), or why the scenario was skipped."""
     measured = ""
     if job.measured_makespan_us is not None:
-        measured = (
-            f", measured {job.measured_makespan_us:,.0f} us (rank {job.measured_slowest_rank})"
-        )
+        rank = job.measured_slowest_rank
+        measured = f", measured {job.measured_makespan_us:,.0f} us (slowest rank {rank})"
     ranks = f"{job.rank_count} rank{'s' if job.rank_count != 1 else ''}"
     lines = [f"job: {ranks}, makespan {job.simulated_makespan_us:,.0f} us simulated "
              f"(slowest rank {job.slowest_rank}){measured}"]  # fmt: skip
