@@ -2,8 +2,8 @@
 rank's, measured and simulated; the spread between the ranks; each what-if scenario's
 change of the job's makespan, as a table and a chart in %) and the rank comparison (one
 stacked column per rank: compute, exposed communication, unexplained and idle time, the
-slowest marked; a table of the slowest, median and fastest ranks, and of every rank,
-collapsed above :data:`ALL_RANKS_OPEN_UP_TO` ranks). Their numbers are ``report.json``'s
+slowest marked; a table of every rank, collapsed above :data:`ALL_RANKS_OPEN_UP_TO` ranks
+behind one of the slowest, median and fastest). Their numbers are ``report.json``'s
 ``job`` entry (:class:`chakra.views.job.JobSummary`) and ``ranks``; the page stays the same
 height however many ranks the job has, but for the one-line summaries of collapsed
 sections."""
@@ -108,8 +108,9 @@ def _what_if(doc: At) -> str:
 
 def rank_comparison(doc: At) -> str:
     """Every rank side by side (``<section id="ranks">``): a stacked column chart of where
-    its time went, a table of the slowest, median and fastest ranks, and a table of every
-    rank (collapsed in a ``<details>`` above :data:`ALL_RANKS_OPEN_UP_TO` ranks)."""
+    its time went and a table of every rank; above :data:`ALL_RANKS_OPEN_UP_TO` ranks that
+    table is collapsed (a ``<details>``) and one of the slowest, median and fastest ranks
+    stands before it."""
     job, ranks = doc["job"], doc["ranks"].items()
     marks = {}
     if job.value is not None:
@@ -128,7 +129,7 @@ def rank_comparison(doc: At) -> str:
     )
     picked = [(entry, shares[k] if k < len(shares) else At(None)) for k, entry in
               enumerate(ranks) if entry["rank"].value in marks]  # fmt: skip
-    if len(ranks) > 1 and picked:
+    if len(ranks) > ALL_RANKS_OPEN_UP_TO and picked:  # else every rank is open below
         rows = [_rank_row(e, s, marks) for e, s in picked]
         parts.append(table(RANK_HEADERS, rows, caption="the slowest, median and fastest ranks"))
     every = [_rank_row(e, shares[k] if k < len(shares) else At(None), marks)
