@@ -119,3 +119,21 @@ def test_page_height_in_headless_chromium(job: Any, tmp_path: Path) -> None:
         pytest.skip("no headless Chromium (chromium-headless-shell, chromium, google-chrome)")
     height = page_height(browser, job[0] / "report.html", tmp_path, width_px=1400)
     assert 1000 < height < 5000
+
+
+def test_the_notebook_facade_has_the_job_tables(small_job: Any) -> None:
+    pytest.importorskip("pandas")
+    from chakra.analysis import Analysis
+
+    out, _ = small_job
+    report = json.loads((out / "report.json").read_text())
+    analysis = Analysis(out)
+    job = analysis.job()
+    assert len(job) == 1 and job["slowest_rank"][0] == report["job"]["slowest_rank"]
+    changes = analysis.job_what_if()
+    assert list(changes["change_pct"]) == pytest.approx(
+        [job_change_pct(s) for s in report["what_if"]]
+    )
+    ranks = analysis.rank_comparison()  # the page's four parts, adding up to the makespan
+    parts = ranks[["compute_us", "communication_us", "unexplained_us", "idle_us"]].sum(axis=1)
+    assert list(parts) == pytest.approx(list(ranks["makespan_us"]))

@@ -88,9 +88,10 @@ class At:
         return [self[k] for k in range(len(self.value or []))]
 
     def cell(self, unit: str, tag: str = "td") -> str:
-        """The value, formatted, in a ``tag`` element that names its pointer and unit."""
+        """The value, formatted, in a ``tag`` element that names its pointer and unit (the
+        page's style sets such cells right-aligned, as numbers)."""
         return (
-            f'<{tag} class="n" data-json="{escape(self.path)}" data-unit="{unit}">'
+            f'<{tag} data-json="{escape(self.path)}" data-unit="{unit}">'
             f"{format_value(self.value, unit)}</{tag}>"
         )
 

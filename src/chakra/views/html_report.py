@@ -39,7 +39,7 @@ nav a{margin-right:12px;color:#2a5db0;text-decoration:none}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 caption{text-align:left;color:#666;font-size:12px;padding:2px 0}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f4f4f4;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums;
+th{background:#f4f4f4;font-weight:600}td.n,td[data-unit]{text-align:right;font-variant-numeric:tabular-nums;
 white-space:nowrap}td{max-width:520px;overflow-wrap:anywhere}
 .note{color:#555;font-size:13px}.verdict{font-weight:600}figure{margin:6px 0}
 code{background:#f4f4f4;padding:0 3px}summary{cursor:pointer;font-weight:600}
@@ -123,7 +123,8 @@ def _agreement(doc: At) -> str:
     return (
         '<section id="agreement"><h2>Agreement</h2>'
         f"<details{' open' if problems else ''}><summary>across ranks: {escape(said)}"
-        '</summary><p class="note">The i-th collective of a process group is one operation on '
+        '</summary><h3>Across ranks</h3><p class="note">The i-th collective of a process '
+        "group is one operation on "
         f"every rank: what the cross-rank step compared, filled in and found.</p><ul>{facts}"
         f"</ul>{table(['filled in', 'count'], counts) if counts else ''}"
         f"{'<ul>' + listing + '</ul>' if listing else ''}</details>"
@@ -144,9 +145,9 @@ def _numbers_note() -> str:
         for unit, (meaning, value) in EXAMPLES.items()
     )
     return (
-        '<section id="numbers"><h2>How numbers are shown</h2><p class="note">Every number '
-        "comes from report.json, formatted by its unit ('-' where a value is unknown); "
-        "each cell names the value as a JSON pointer in its <code>data-json</code> "
-        f"attribute and its unit in <code>data-unit</code>:</p>"
-        f'<ul class="note">{rules}</ul></section>'
+        '<section id="numbers"><h2>How numbers are shown</h2><details><summary>Every '
+        'number comes from report.json, formatted by its unit</summary><p class="note">'
+        "'-' where a value is unknown; each cell names the value as a JSON pointer in its "
+        "<code>data-json</code> attribute and its unit in <code>data-unit</code>:</p>"
+        f'<ul class="note">{rules}</ul></details></section>'
     )
