@@ -179,7 +179,10 @@ def test_what_the_blocks_print(ran: tuple[Path, list]) -> None:
     folder, results = ran
     printed = {block.code: result.stdout for block, result in zip(RUN, results)}
     pipeline = next(out for code, out in printed.items() if "--trace-dir traces/" in code)
-    assert [line.split()[0] for line in pipeline.splitlines()[:3]] == ["rank", "0", "1"]
+    lines = pipeline.splitlines()  # the job's lines first, then the rank table
+    assert lines[0].startswith("job: 2 ranks, makespan ")
+    table = next(k for k, line in enumerate(lines) if line.startswith("rank  "))
+    assert [line.split()[0] for line in lines[table : table + 3]] == ["rank", "0", "1"]
     simulated = next(out for code, out in printed.items() if "--compare --plot" in code)
     assert "rank 0 (job.0.et): simulated" in simulated
     assert "rank 1 (job.1.et): simulated" in simulated

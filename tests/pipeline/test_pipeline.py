@@ -63,7 +63,9 @@ def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("rank") and len(lines) == 7
+    # the job first (makespan, spread, a line per what-if), then the rank table and outputs
+    table = next(k for k, line in enumerate(lines) if line.startswith("rank  "))
+    assert lines[0].startswith("job: 4 ranks, makespan ") and len(lines) == table + 7
     # the PREFIX.<rank>.et family ASTRA-sim loads, its groups, and the command that runs them
     assert all(f"step.{r}.et" in {p.name for p in out.iterdir()} for r in range(4))
     groups = json.loads((out / "step.comm_groups.json").read_text())

@@ -4,6 +4,7 @@ headless Chromium, where one is installed."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -138,3 +139,27 @@ def rendered_dom(browser: str, page: Path, timeout_s: float = 60) -> str:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "<body" in done.stdout, done.stderr[-2000:]
     return done.stdout
+
+
+#: Appended to a copy of a page to measure it: writes the laid-out height into the DOM.
+HEIGHT_PROBE = (
+    "<script>addEventListener('load',()=>document.body.setAttribute("
+    "'data-height',String(document.documentElement.scrollHeight)))</script>"
+)
+
+
+def page_height(browser: str, page: Path, scratch: Path, width_px: int = 1400) -> int:
+    """The height (px) of ``page`` laid out by headless Chromium in a window ``width_px``
+    wide: measured on a copy in ``scratch`` with a probe script added (the page itself
+    has none)."""
+    probe = scratch / f"probe-{page.name}"
+    probe.write_text(page.read_text().replace("</body>", HEIGHT_PROBE + "</body>"))
+    done = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--window-size={width_px},1000", "--virtual-time-budget=2000", "--dump-dom",
+         probe.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    found = re.search(r'data-height="(\d+)"', done.stdout)
+    assert done.returncode == 0 and found, done.stderr[-2000:]
+    return int(found.group(1))

@@ -27,6 +27,7 @@ from chakra.simulate.replay import what_if_of
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, run_scenarios
 from chakra.views import rank_views
 from chakra.views.copy_bandwidth import CopyBandwidth, copy_bandwidth, read_copy_sizes
+from chakra.views.job import job_summary, rank_shares
 from chakra.views.launch_stats import (
     LaunchStat,
     MeasuredLaunches,
@@ -94,12 +95,21 @@ class Analysis:
                 )
             ]  # fmt: skip
             what_if = run_scenarios(self.result, DEFAULT_SCENARIOS, adapt=True)
+            job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
             self._document = msgspec.to_builtins(
-                {"ranks": reports, "agreement": {}, "what_if": what_if}
+                {"ranks": reports, "agreement": {}, "what_if": what_if, "job": job}
             )
         return self._document
 
     # --- the tables of report.html ---------------------------------------------------------
+    def job(self) -> Any:
+        """One row: the job's makespan (its slowest rank's), fastest and median rank, spread."""
+        return frame(tables.job_rows(self.document))
+
+    def job_what_if(self) -> Any:
+        """Per what-if scenario: the job's makespan under it and its change in %."""
+        return frame(tables.job_what_if_rows(self.document))
+
     def summary(self) -> Any:
         """Per rank: link coverage, nodes, makespans, errors and unexplained time."""
         return frame(tables.summary_rows(self.document))

@@ -15,15 +15,18 @@ Document = Mapping[str, Any]
 #: report.html's section and table headings -> the facade methods that return them (a
 #: heading with several tables lists one method per table, in page order).
 REPORT_TABLES: Mapping[str, tuple[str, ...]] = {
-    "Summary": ("summary",),
-    "What-if": ("what_if",),
+    "Job": ("job",),
+    "What-if: the job": ("job_what_if",),
+    # above 16 ranks the slowest, median and fastest ranks, then every rank (collapsed)
+    "Ranks compared": ("rank_comparison", "rank_comparison"),
     "Across ranks": ("agreement",),
     "Makespans": ("makespans",),
+    "What-if on this rank": ("what_if",),
     "Temporal breakdown": ("breakdown",),
     "Communication hidden by compute": ("overlap",),
     "Top kernels": ("kernels",),
     "GPU stream idle time by cause": ("stream_idle",),
-    "Critical path": ("critical_path", "critical_path_segments", "critical_path_names"),
+    "Critical path": ("critical_path", "critical_path_names", "critical_path_segments"),
     "Resources (simulated)": ("resources",),
 }
 
@@ -178,18 +181,23 @@ def resource_rows(document: Document) -> list[Row]:
 def rank_comparison_rows(document: Document) -> list[Row]:
     """Per rank (the straggler view): makespan, compute, exposed communication, idle and
     unexplained time of the replay, how far behind the slowest rank it ends, and whether
-    it is the slowest."""
+    it is the slowest. The four parts are the report's ``job.ranks`` (report.html's "Ranks
+    compared": they add up to the makespan) where it has them, else the temporal breakdown
+    and the unexplained time on the critical path."""
+    shares = {s["rank"]: s for s in (document.get("job") or {}).get("ranks") or []}
     rows = []
     for entry in _ranks(document):
         breakdown = (entry.get("views") or {}).get("breakdown") or {}
+        parts = shares.get(entry["rank"]) or {
+            **breakdown, "unexplained_us": entry["simulation"].get("unexplained_us")}  # fmt: skip
         rows.append(
             {
                 "rank": entry["rank"],
                 "makespan_us": entry["simulation"]["simulated_makespan_us"],
-                "compute_us": breakdown.get("compute_us"),
-                "communication_us": breakdown.get("communication_us"),
-                "idle_us": breakdown.get("idle_us"),
-                "unexplained_us": entry["simulation"].get("unexplained_us"),
+                **{
+                    key: parts.get(key)
+                    for key in ("compute_us", "communication_us", "idle_us", "unexplained_us")
+                },
             }
         )
     slowest = max((row["makespan_us"] for row in rows), default=0.0)
@@ -197,3 +205,18 @@ def rank_comparison_rows(document: Document) -> list[Row]:
         row["behind_slowest_us"] = slowest - row["makespan_us"]
         row["slowest"] = row["makespan_us"] == slowest
     return rows
+
+
+def job_rows(document: Document) -> list[Row]:
+    """One row: the job's makespan (its slowest rank's, simulated and measured), the
+    fastest and median ranks and the spread (report.html's "Job" table)."""
+    job = document.get("job")
+    if not job:
+        return []
+    return [{key: value for key, value in job.items() if key not in ("ranks", "what_if")}]
+
+
+def job_what_if_rows(document: Document) -> list[Row]:
+    """Per what-if scenario: the job's makespan under it (its slowest rank's) and the change
+    in % of the replay's; a skipped scenario's note."""
+    return [dict(change) for change in (document.get("job") or {}).get("what_if") or []]

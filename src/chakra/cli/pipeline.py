@@ -19,7 +19,7 @@ from chakra.link import LinkOptions
 from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.inputs import ranks_in_folders
 from chakra.pipeline.resume import ET_PREFIX
-from chakra.pipeline.run import summary_table
+from chakra.pipeline.run import summary_text
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario
 
 
@@ -240,7 +240,7 @@ def _run(args: argparse.Namespace) -> None:
             "(same inputs, by content; --no-resume redoes them)",
             file=sys.stderr,
         )
-    print(summary_table(result))
+    print(summary_text(result))
     page = f" and {name_of(result.html)} (open in a browser)" if result.html else ""
     print(
         f"outputs in {result.output_dir}: report {name_of(result.report)}{page}, "

@@ -23,6 +23,7 @@ from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario, WhatIf, run_s
 from chakra.simulate.sim_result import SimResult
 from chakra.views.busy import busy_series
 from chakra.views.html_report import write_report_html
+from chakra.views.job import JobSummary, job_summary, rank_shares
 
 #: The job-wide outputs' names in the output folder.
 TIMELINE, PLOT, REPORT, PAGE = "timeline.json", "utilisation.png", "report.json", "report.html"
@@ -39,13 +40,15 @@ class OutputOptions(msgspec.Struct, frozen=True):
 
 
 class OutputFiles(msgspec.Struct, frozen=True):
-    """Where the job-wide outputs went (None: not written) and the what-if results."""
+    """Where the job-wide outputs went (None: not written), the what-if results and the
+    job's summary (``report.json``'s ``job``)."""
 
     timeline: Location
     plot: Optional[Location]
     report: Location
     html: Optional[Location]
     what_if: list[WhatIf]
+    job: JobSummary
 
 
 def agreement_entry(agreement: Agreement, rewritten: list[int]) -> dict[str, Any]:
@@ -83,7 +86,9 @@ def write_outputs(
     if options.plot:
         picture = join(folder, PLOT)
         _plot(result, picture, group)
-    document = {"ranks": [msgspec.to_builtins(r) for r in reports], "agreement": agreement,
+    job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
+    document = {"job": msgspec.to_builtins(job), "agreement": agreement,
+                "ranks": [msgspec.to_builtins(r) for r in reports],
                 "what_if": [msgspec.to_builtins(w) for w in what_if]}  # fmt: skip
     report = join(folder, REPORT)
     with atomic_output(report, text=True, group=group) as out:
@@ -94,7 +99,7 @@ def write_outputs(
         count = len(reports)
         title = f"Chakra pipeline report: {count} rank{'s' if count != 1 else ''}"
         write_report_html(page, document, busy_series(result), title, group)
-    return OutputFiles(timeline, picture, report, page, what_if)
+    return OutputFiles(timeline, picture, report, page, what_if, job)
 
 
 def _plot(result: SimResult, picture: Location, group: Optional[AtomicGroup]) -> None:

@@ -16,10 +16,14 @@ Output folder layout::
                            and the views (:mod:`chakra.views`): temporal breakdown, overlap,
                            top kernels, stream idle time by cause, typed critical path; the
                            cross-rank agreement; "what_if": each scenario's rules, node counts,
-                           per-rank makespan and change vs the replay in % (or why skipped)
+                           per-rank makespan and change vs the replay in % (or why skipped);
+                           "job": the job's makespan (slowest rank), spread, per rank compute /
+                           exposed communication / unexplained / idle time, and each what-if's
+                           change of the job's makespan (:mod:`chakra.views.job`)
     report.html            report.json as one self-contained page (inline CSS and SVG, no
-                           scripts, nothing fetched): summary table, what-if results, per-rank
-                           busy fraction over time, breakdowns and critical path
+                           scripts, nothing fetched): the job and its what-if changes, the
+                           ranks compared, then per rank (collapsed, the slowest open) busy
+                           fraction over time, breakdowns and critical path
                            (:mod:`chakra.views.html_report`); unless turned off
     timeline.json          simulated (and measured) schedule, Chrome/Perfetto JSON
     utilisation.png        busy fraction of each host thread and GPU stream over time,
@@ -76,10 +80,12 @@ from chakra.pipeline.resume import (
     write_rank_report,
 )
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
+from chakra.pipeline.summary import job_lines, rank_table
 from chakra.ranks import agree_files, require_ends, rewrite_files
 from chakra.simulate.replay import SimOptions
 from chakra.simulate.run import simulate_files
 from chakra.simulate.scenarios import Scenario, WhatIf
+from chakra.views.job import JobSummary
 from chakra.workers import process_pool
 
 logger = logging.getLogger(__name__)
@@ -105,6 +111,7 @@ class PipelineResult(msgspec.Struct, frozen=True):
     comm_groups: Optional[Location] = None  # ASTRA-sim's group file, if the job has groups
     html: Optional[Location] = None  # report.html, unless turned off
     what_if: list[WhatIf] = []  # the what-if scenarios, run or skipped (with a note)
+    job: Optional[JobSummary] = None  # the job's makespan, rank comparison, what-if changes
 
 
 class Execution(msgspec.Struct, frozen=True):
@@ -328,6 +335,7 @@ def _stages(
         groups,
         files.html,
         files.what_if,
+        files.job,
     )
 
 
@@ -366,31 +374,13 @@ def _execution(
 
 
 def summary_table(result: PipelineResult) -> str:
-    """One line per rank: link coverage, nodes, then the model-only error (the makespan
-    with ``[delay]``/``[idle]`` time zeroed, vs measured: what the graph explains), the
-    replay's error, the unexplained time on its critical path, and the simulated and
-    measured makespans. "-" where a value is unknown (no measured times)."""
-    rows = ["rank  host ops linked  GPU ops linked    nodes  model-only  replay err  "
-            "unexplained us   simulated us    measured us"]  # fmt: skip
-    for report in result.ranks:
-        link, simulation = report.link, report.simulation
-        matched = sum(link["matched"].values())
-        nodes = sum(report.convert["nodes_by_type"].values())
-        gpu_total = link["gpu_ops_total"] - link["gpu_ops_outside_window"]
-        model, replay = simulation.model_only_error_pct, simulation.error_pct
-        unexplained, measured = simulation.unexplained_us, simulation.measured_makespan_us
-        rows.append(
-            f"{report.rank:>4}  {matched:>7}/{link['host_ops']:<7} "
-            f"{link['gpu_ops_linked']:>6}/{gpu_total:<7} {nodes:>8} "
-            f"{_cell(model, '{:+10.2f}%')} {_cell(replay, '{:+10.2f}%')} "
-            f"{_cell(unexplained, '{:>14,.0f}')} "
-            f"{simulation.simulated_makespan_us:>14,.0f} {_cell(measured, '{:>14,.0f}')}"
-        )
-    return "\n".join(rows)
+    """The per-rank table of the terminal summary (:func:`chakra.pipeline.summary.rank_table`:
+    every rank of a small job, else the slowest, median and fastest)."""
+    return rank_table(result.ranks, result.job)
 
 
-def _cell(value: Optional[float], form: str) -> str:
-    """``value`` formatted, or "-" right-aligned to the same width."""
-    if value is None:
-        return f"{'-':>{len(form.format(0.0))}}"
-    return form.format(value)
+def summary_text(result: PipelineResult) -> str:
+    """The terminal summary: the job's lines (makespan, spread, one line per what-if
+    scenario: :func:`chakra.pipeline.summary.job_lines`), then the per-rank table."""
+    lines = job_lines(result.job) if result.job is not None else []
+    return "\n".join([*lines, summary_table(result)])

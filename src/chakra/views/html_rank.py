@@ -1,6 +1,9 @@
-"""One rank's section of ``report.html``: its makespans, busy fraction over time, temporal
-breakdown, overlap, top kernels, GPU stream idle time by cause and typed critical path, each
-number a cell of :mod:`chakra.views.html_numbers` pointing at its ``report.json`` value."""
+"""One rank's section of ``report.html``, a ``<details>`` element (collapsed unless asked
+open): its makespans, what-if results, busy fraction over time, temporal breakdown,
+overlap, top kernels, GPU stream idle time by cause, typed critical path and the resources
+it used, each number a cell of :mod:`chakra.views.html_numbers` pointing at its
+``report.json`` value. Long kernel and op names are shortened (whole in a tooltip);
+resources never busy are left out."""
 
 from __future__ import annotations
 
@@ -8,7 +11,18 @@ from html import escape
 from typing import Optional
 
 from chakra.views.busy import RankBusy
-from chakra.views.html_numbers import COUNT, PCT, RATIO, SIGNED, US, At, table, text_cell
+from chakra.views.html_numbers import (
+    COUNT,
+    ID,
+    PCT,
+    RATIO,
+    SIGNED,
+    US,
+    At,
+    name_cell,
+    table,
+    text_cell,
+)
 from chakra.views.svg_charts import PALETTE, STREAM, THREAD, Band, Part, band_panel, stacked_bars
 
 BREAKDOWN_PARTS = (("compute", PALETTE[2]), ("communication", PALETTE[1]), ("idle", "#bbbbbb"))
@@ -20,23 +34,62 @@ IDLE_CAUSES = ("cpu_launch_us", "launch_delay_us", "other_stream_us", "peer_rank
                "unattributed_us")  # fmt: skip
 
 
-def rank_section(entry: At, busy: Optional[RankBusy], span_us: float) -> str:
-    """The ``<section id="rank-R">`` of one ``report.json`` rank entry."""
+def rank_section(
+    entry: At, busy: Optional[RankBusy], span_us: float, what_if: At, opened: bool = False,
+    rows: Optional[int] = None,
+) -> str:  # fmt: skip
+    """The ``<details id="rank-R">`` of one ``report.json`` rank entry (``what_if``: the
+    report's what-if list, whose per-rank results are in the order of its ranks), open
+    when ``opened``; its summary line names the rank and its simulated makespan. ``rows``
+    limits the top kernels, critical-path segments and names to that many (None: all
+    that report.json holds)."""
     rank = entry["rank"].value
     views = entry["views"]
-    parts = [f'<section id="rank-{rank}"><h2>Rank {escape(str(rank))}</h2>', _makespans(entry)]
+    position = int(entry.path.rsplit("/", 1)[-1])
+    makespan = entry["simulation"]["simulated_makespan_us"].value
+    shown = f"{makespan:,.0f} µs" if makespan is not None else "-"
+    parts = [
+        f'<details id="rank-{rank}" class="rank"{" open" if opened else ""}><summary>'
+        f'rank {escape(str(rank))} <span class="note">{shown}</span></summary>',
+        _side_by_side(_makespans(entry), _what_if(what_if, position)),
+    ]
     if busy is not None:
         parts.append(_busy(busy, span_us))
     if views.value is not None:
         parts += [
             _breakdown(views),
-            _overlap(views),
-            _kernels(views),
+            _side_by_side(_overlap(views), _resources(entry["simulation"])),
+            _kernels(views, rows),
             _stream_idle(views),
-            _critical_path(views, entry["critical_path"]),
+            _critical_path(views, entry["critical_path"], rows),
         ]
-    parts.append(_resources(entry["simulation"]))
-    return "".join(parts) + "</section>"
+    else:
+        parts.append(_resources(entry["simulation"]))
+    return "".join(parts) + "</details>"
+
+
+def _side_by_side(*blocks: str) -> str:
+    """Small blocks next to each other where the page is wide enough."""
+    return '<div class="pair">' + "".join(f"<div>{b}</div>" for b in blocks if b) + "</div>"
+
+
+def _shown(items: list[At], rows: Optional[int], what: str) -> str:
+    """A caption saying how many of ``items`` a table limited to ``rows`` shows."""
+    if rows is None or len(items) <= rows:
+        return ""
+    return f"{rows} of the {len(items)} {what} report.json holds"
+
+
+def _what_if(what_if: At, position: int) -> str:
+    rows = [
+        [text_cell(s["name"].value), s["ranks"][position]["makespan_us"].cell(US),
+         s["ranks"][position]["change_pct"].cell(SIGNED)]
+        for s in what_if.items()
+        if len(s["ranks"].value or []) > position
+    ]  # fmt: skip
+    if not rows:
+        return ""
+    return "<h3>What-if on this rank</h3>" + table(["scenario", "makespan µs", "change"], rows)
 
 
 def _makespans(entry: At) -> str:
@@ -54,6 +107,8 @@ def _makespans(entry: At) -> str:
 
 
 def _busy(busy: RankBusy, span_us: float) -> str:
+    used = [b for b in busy.bands if any(b.simulated) or any(b.measured or [])]
+
     def bands(measured: bool) -> list[Band]:
         return [
             Band(
@@ -61,7 +116,7 @@ def _busy(busy: RankBusy, span_us: float) -> str:
                 STREAM if b.gpu else THREAD,
                 (b.measured if measured else b.simulated) or [],
             )
-            for b in busy.bands
+            for b in used
         ]
 
     charts = [band_panel(f"rank {busy.rank} simulated", bands(False), span_us)]
@@ -70,7 +125,7 @@ def _busy(busy: RankBusy, span_us: float) -> str:
     return (
         '<h3>Busy fraction over time</h3><p class="note">Each host thread (blue) and GPU '
         "stream (orange): the height of its band is the fraction of each time bin it is "
-        f"busy.</p><figure>{''.join(charts)}</figure>"
+        f"busy (resources never busy left out).</p><figure>{''.join(charts)}</figure>"
     )
 
 
@@ -115,13 +170,14 @@ def _overlap(views: At) -> str:
     return "<h3>Communication hidden by compute</h3>" + table(headers, rows)
 
 
-def _kernels(views: At) -> str:
-    kernels = views["kernels"].items()
+def _kernels(views: At, limit: Optional[int]) -> str:
+    listed = views["kernels"].items()
+    kernels = listed[:limit]
     if not kernels:
         return '<h3>Top kernels</h3><p class="note">No GPU kernels in this rank.</p>'
     rows = [
         [
-            text_cell(k["name"].value),
+            name_cell(k["name"].value),
             k["count"].cell(COUNT),
             k["total_us"].cell(US),
             k["mean_us"].cell(US),
@@ -131,7 +187,8 @@ def _kernels(views: At) -> str:
         for k in kernels
     ]
     headers = ["kernel", "count", "total µs", "mean µs", "share of GPU time", "kind"]
-    return "<h3>Top kernels</h3>" + table(headers, rows)
+    caption = _shown(listed, limit, "top kernels")
+    return "<h3>Top kernels</h3>" + table(headers, rows, caption=caption)
 
 
 def _stream_idle(views: At) -> str:
@@ -153,10 +210,19 @@ def _stream_idle(views: At) -> str:
     )
 
 
-def _critical_path(views: At, top_names: At) -> str:
+def _longest(segments: list[At], limit: Optional[int]) -> list[At]:
+    """The ``limit`` longest of ``segments`` (all for None), in time order."""
+    if limit is None or len(segments) <= limit:
+        return segments
+    kept = sorted(segments, key=lambda s: (s["start_us"].value or 0) - (s["end_us"].value or 0))
+    return sorted(kept[:limit], key=lambda s: s["start_us"].value or 0)
+
+
+def _critical_path(views: At, top_names: At, limit: Optional[int]) -> str:
     path = views["critical_path"]
-    kinds = [(kind, path[f"{kind}_us"]) for kind in KIND_LABELS]
-    bound, longest = max(kinds, key=lambda item: item[1].value or 0.0)
+    kinds = [(kind, path[f"{kind}_us"]) for kind in KIND_LABELS
+             if f"{kind}_us" in (path.value or {})]  # fmt: skip
+    bound, longest = max(kinds, key=lambda item: item[1].value or 0.0, default=("cpu", At(0.0)))
     makespan = path["makespan_us"].value or 0.0
     share = 100.0 * (longest.value or 0.0) / makespan if makespan > 0 else 0.0
     verdict = (
@@ -173,31 +239,37 @@ def _critical_path(views: At, top_names: At) -> str:
             s["start_us"].cell(US),
             s["end_us"].cell(US),
             s["nodes"].cell(COUNT),
-            text_cell(s["name"].value),
-            s["node_id"].cell(COUNT),
+            name_cell(s["name"].value),
+            s["node_id"].cell(ID),
         ]
-        for s in path["segments"].items()
+        for s in _longest(path["segments"].items(), limit)
     ]
-    names = [[text_cell(item[0].value), item[1].cell(US)] for item in top_names.items()]
+    names = [[name_cell(item[0].value), item[1].cell(US)] for item in top_names.items()[:limit]]
     shown = f"{len(segments)} longest of {views['critical_path_segments'].value} segments"
     return (
         "<h3>Critical path</h3>"
         + verdict
-        + table(["kind", "µs"], totals)
+        + _side_by_side(
+            table(["kind", "µs"], totals),
+            table(["name", "µs on the path"], names, caption="names with the most time"),
+        )
         + table(
             ["kind", "start µs", "end µs", "nodes", "longest node", "node id"],
             segments,
             caption=shown,
         )
-        + table(["name", "µs on the path"], names, caption="names with the most time")
     )
 
 
 def _resources(simulation: At) -> str:
+    used = [r for r in simulation["resources"].items()
+            if r["busy_us"].value or r["unexplained_us"].value]  # fmt: skip
     rows = [
         [text_cell(r["resource"].value), r["busy_us"].cell(US), r["utilisation"].cell(RATIO),
          r["unexplained_us"].cell(US)]
-        for r in simulation["resources"].items()
+        for r in used
     ]  # fmt: skip
+    idle = len(simulation["resources"].items()) - len(used)
+    caption = f"{idle} resources never busy left out" if idle else ""
     headers = ["resource", "busy µs", "utilisation", "unexplained µs ([idle], not busy)"]
-    return "<h3>Resources (simulated)</h3>" + table(headers, rows)
+    return "<h3>Resources (simulated)</h3>" + table(headers, rows, caption=caption)

@@ -6,9 +6,10 @@ the page that holds them stays self-contained."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
-from typing import Optional
+from typing import Any, Optional
 
 import msgspec
 
@@ -57,6 +58,31 @@ def _short(label: str, room: int = 30) -> str:
     return label if len(label) <= room else label[: room - 1] + "…"
 
 
+def round_ticks(low: float, high: float, most: int = 6, outside: bool = False) -> list[float]:
+    """Round tick values for ``low``-``high``: multiples of 1, 2, 2.5 or 5 times a power of
+    ten, at most ``most`` of them (one more with ``outside``), within the range, or with
+    ``outside`` the smallest such run that covers it (an axis then spans its first to
+    its last tick). 0 alone when the range is empty or not finite."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return [0.0]
+    raw = (high - low) / max(most - 1, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    slack = 1e-9
+    if outside:
+        first, last = math.floor(low / step + slack), math.ceil(high / step - slack)
+    else:
+        first, last = math.ceil(low / step - slack), math.floor(high / step + slack)
+    return [round(k * step, 10) + 0.0 for k in range(first, last + 1)]
+
+
+def tick_label(value: float) -> str:
+    """A tick value as text: thousands commas, decimals only where the value has them."""
+    if float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
 def _step_path(values: Sequence[float], x0: float, width: float, base: float, height: float) -> str:
     """A closed step outline: value v in bin k fills ``height * min(v, 1)`` above ``base``;
     runs of equal (rounded) values share one segment."""
@@ -87,10 +113,10 @@ def band_panel(title: str, bands: Sequence[Band], span_us: float) -> str:
         path = _step_path(band.values, LABEL_W, plot_w, base - 1, ROW_H - 2)
         body.append(f'<path d="{path}" fill="{band.color}"/>')
     axis = top + len(bands) * ROW_H + 4
-    for k in range(5):
-        x = LABEL_W + plot_w * k / 4
+    for tick in round_ticks(0.0, span_us):
+        x = LABEL_W + (plot_w * tick / span_us if span_us > 0 else 0.0)
         body.append(f'<line x1="{x:.1f}" y1="{axis}" x2="{x:.1f}" y2="{axis + 4}" stroke="#555"/>')
-        body.append(_text(x, axis + 15, f"{span_us * k / 4:,.0f}", "middle", 10))
+        body.append(_text(x, axis + 15, tick_label(tick), "middle", 10))
     body.append(
         _text(LABEL_W + plot_w / 2, axis + 29, "µs since the job's first start", "middle", 10)
     )
@@ -125,8 +151,8 @@ def stacked_bars(title: str, rows: Sequence[tuple[str, Sequence[Part]]]) -> str:
     return _svg(legend + 18, body, title)
 
 
-def _legend(parts: Sequence[Part], y: float) -> list[str]:
-    out, x = [], float(LABEL_W)
+def _legend(parts: Sequence[Part], y: float, left: float = LABEL_W) -> list[str]:
+    out, x = [], float(left)
     for part in parts:
         out.append(f'<rect x="{x:.1f}" y="{y}" width="10" height="10" fill="{part.color}"/>')
         out.append(_text(x + 14, y + 9, part.label, size=10))
@@ -154,3 +180,95 @@ def grouped_bars(title: str, groups: Sequence[tuple[str, Sequence[Part]]], unit:
             y += ROW_H
         y += 8
     return _svg(y + 4, body, title)
+
+
+class Column(msgspec.Struct, frozen=True):
+    """One column of :func:`stacked_columns`: its label, its parts (bottom first) and
+    whether it is marked (drawn with a marker and ``mark`` above it)."""
+
+    label: str
+    parts: list[Part]
+    mark: str = ""
+
+
+def _y_axis(ticks: Sequence[float], y_of: Any, left: float, right: float) -> list[str]:
+    out = []
+    for tick in ticks:
+        y = y_of(tick)
+        out.append(f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}" '
+                   'stroke="#e3e3e3"/>')  # fmt: skip
+        out.append(_text(left - 4, y + 3, tick_label(tick), "end", 10))
+    return out
+
+
+def stacked_columns(title: str, columns: Sequence[Column], unit: str) -> str:
+    """One vertical column per entry (side by side, however many: 256 columns still fit),
+    its parts stacked in ``unit`` on one round-ticked axis from 0; each column's parts and
+    total in its tooltip, at most 16 column labels, marked columns flagged above; a legend
+    of the first column's parts."""
+    left, plot_h, top = 64.0, 170.0, 40.0
+    plot_w = WIDTH - left - 10
+    largest = max((sum(max(p.value, 0.0) for p in c.parts) for c in columns), default=0.0)
+    ticks = round_ticks(0.0, largest or 1.0, outside=True)
+
+    def y_of(value: float) -> float:
+        return top + plot_h * (1 - value / ticks[-1])
+
+    body = [_text(4, 14, title, size=12), _text(4, 28, unit, size=10)]
+    body += _y_axis(ticks, y_of, left, left + plot_w)
+    width = plot_w / max(len(columns), 1)
+    every = math.ceil(len(columns) / 16) if columns else 1
+    for k, column in enumerate(columns):
+        x, base = left + k * width, top + plot_h
+        tip = f"{column.label}: " + ", ".join(f"{p.label} {p.value:,.0f}" for p in column.parts)
+        total = sum(max(p.value, 0.0) for p in column.parts)
+        body.append(f"<g><title>{escape(tip)}; total {total:,.0f} {escape(unit)}</title>")
+        for part in column.parts:
+            h = plot_h * max(part.value, 0.0) / ticks[-1]
+            body.append(
+                f'<rect x="{x + width * 0.1:.1f}" y="{base - h:.1f}" width="{width * 0.8:.2f}" '
+                f'height="{h:.1f}" fill="{part.color}"/>'
+            )
+            base -= h
+        body.append("</g>")
+        if column.mark:
+            body.append(_text(x + width / 2, base - 4, f"▼ {column.mark}", "middle", 10))
+        if k % every == 0:
+            body.append(_text(x + width / 2, top + plot_h + 13, column.label, "middle", 10))
+    legend = top + plot_h + 24
+    body.extend(_legend(columns[0].parts if columns else [], legend, left))
+    return _svg(legend + 16, body, title)
+
+
+def change_bars(title: str, bars: Sequence[Part], unit: str = "%") -> str:
+    """One horizontal bar per part from a zero line, left for a negative value (faster),
+    right for a positive one, each labelled with its name and signed value; the axis
+    spans round ticks around every value and 0 (not from 0 of the quantity changed, so
+    a change of 1% shows)."""
+    plot_w = WIDTH - LABEL_W - 90
+    values = [p.value for p in bars]
+    ticks = round_ticks(min([0.0, *values]), max([0.0, *values]), outside=True)
+    low, high = ticks[0], ticks[-1]
+    if high <= low:
+        low, high, ticks = -1.0, 1.0, [-1.0, 0.0, 1.0]
+
+    def x_of(value: float) -> float:
+        return LABEL_W + plot_w * (value - low) / (high - low)
+
+    body, y = [_text(4, 14, title, size=12)], 24.0
+    for part in bars:
+        body.append(_text(LABEL_W - 6, y + ROW_H - 4, _short(part.label), "end", 10))
+        a, b = sorted((x_of(0.0), x_of(part.value)))
+        body.append(
+            f'<rect x="{a:.1f}" y="{y:.1f}" width="{b - a:.1f}" height="{ROW_H - 2}" '
+            f'fill="{part.color}"><title>{escape(part.label)}</title></rect>'
+        )
+        body.append(_text(b + 4, y + ROW_H - 4, f"{part.value:+.2f}{unit}", size=10))
+        y += ROW_H + 4
+    axis = y + 2
+    for tick in ticks:
+        x = x_of(tick)
+        body.append(f'<line x1="{x:.1f}" y1="22" x2="{x:.1f}" y2="{axis + 4:.1f}" '
+                    f'stroke="{"#555" if tick == 0 else "#e3e3e3"}"/>')  # fmt: skip
+        body.append(_text(x, axis + 15, tick_label(tick) + unit, "middle", 10))
+    return _svg(axis + 22, body, title)
