@@ -120,3 +120,21 @@ def test_ranks_whose_collectives_agree_but_cannot_meet(tmp_path: Path) -> None:
     ok = validate(fine, rank1)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "cross-rank: the ranks replay together: yes" in ok.stdout
+
+
+def test_a_comm_group_file_that_is_no_group_table_is_one_line(tmp_path: Path) -> None:
+    # the converter's reader of PREFIX.comm_groups.json is the validator's too: the same
+    # refusals (not JSON; not {"<pg_name>": [ranks]}; no such file), one line naming it
+    rank0 = write(tmp_path / "job.0.et", [coll(0, 0, 64, pg="1")])
+    groups = tmp_path / "job.comm_groups.json"
+    assert validate(rank0).returncode == 0
+    for text, says in (("{not json", "not a comm-group JSON file"),
+                       ('{"1": "0,1"}', "not a comm-group JSON file")):  # fmt: skip
+        groups.write_text(text)
+        result = validate(rank0)
+        assert result.returncode == 1
+        (line,) = [x for x in result.stderr.splitlines() if ": INFO: " not in x]
+        assert line.startswith("chakra_validate: error: ") and str(groups) in line
+        assert says in line
+    result = validate(rank0, "--comm-groups", str(tmp_path / "missing.json"))
+    assert result.returncode == 1 and "missing.json" in result.stderr

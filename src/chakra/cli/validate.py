@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _comm_groups(args: argparse.Namespace) -> Optional[frozenset[str]]:
     """The group ids of the comm-group file given or found beside the files (None: none)."""
     from chakra.convert.astra_sim import comm_groups_path
-    from chakra.fileio.regular import open_regular_text
+    from chakra.convert.group_file import read_comm_groups
 
     path = args.comm_groups
     if path is None:
@@ -62,15 +62,9 @@ def _comm_groups(args: argparse.Namespace) -> Optional[frozenset[str]]:
             return None
         path = next(iter(found))
         logger.info("checking group names against %s", path)
-    try:
-        with open_regular_text(path) as stream:
-            table = json.loads(stream.read())
-    except (OSError, ValueError) as exc:
-        raise ChakraError(f"{path}: cannot read the comm-group file ({exc})") from exc
-    except RecursionError:
-        raise ChakraError(f"{path}: cannot read the comm-group file (nested too deep)") from None
-    if not isinstance(table, dict):
-        raise ChakraError(f'{path}: not a comm-group file ({{"<pg_name>": [ranks]}})')
+    table = read_comm_groups(Path(path))
+    if table is None:
+        raise ChakraError(f"{path}: cannot read the comm-group file (no such file)")
     return frozenset(str(name) for name in table)
 
 
