@@ -137,3 +137,40 @@ def test_segments_show_every_node(job: tuple[list[dict[str, Any]], Path]) -> Non
     assert len(ops) == sum(len(graph.ids) for graph in engine.graphs)
     assert improperly_nested(events) == []
     assert names(events, "process_name") == {0: "rank 0 (simulated)", 1: "rank 1 (simulated)"}
+
+
+def test_op_slices_carry_stream_shapes_durations_and_degrees(
+    job: tuple[list[dict[str, Any]], Path],
+) -> None:
+    """Read back from the pipeline's timeline.json: the simulated process's op slices say
+    their stream, input shapes, simulated and measured µs and in/out degree; the measured
+    process's say only which node they are."""
+    events, out = job
+    processes = names(events, "process_name")
+    tracks = names(events, "thread_name")
+    engine = simulate_files([out / "workload.0.et", out / "workload.1.et"])
+    degrees = {}
+    for graph in engine.graphs:
+        for i, node_id in enumerate(graph.ids):
+            ins = graph.pred_start[i + 1] - graph.pred_start[i]
+            degrees[graph.rank, node_id] = (ins, graph.succ_start[i + 1] - graph.succ_start[i])
+    ops = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]
+    simulated = [e for e in ops if processes[e["pid"]].endswith("(simulated)")]
+    for event in simulated:
+        args = event["args"]
+        assert (args["in"], args["out"]) == degrees[event["pid"], args["node_id"]], event
+        assert args["sim_us"] >= 0 and args["meas_us"] >= 0
+        track = tracks[event["pid"], event["tid"]]
+        if not track.startswith("stream "):
+            assert "stream" not in args  # a host op: its track names its thread
+            continue
+        assert args["stream"] == int(track.split()[-1]), event
+        if not {"cut_ns", "moved_ns"} & args.keys():  # a kernel's slice is its time
+            assert args["sim_us"] == pytest.approx(event["dur"], abs=0.002), event
+    shaped = [e["args"]["shapes"] for e in simulated if "shapes" in e["args"]]
+    assert shaped and all(isinstance(json.loads(text), list) for text in shaped)
+    assert any("stream" in e["args"] and "shapes" in e["args"] for e in simulated)
+    assert any(e["args"]["meas_us"] > 0 for e in simulated)
+    lean = {"node_id", "segment_ids", "cut_ns", "moved_ns"}
+    measured = [e for e in ops if processes[e["pid"]].endswith("(measured)")]
+    assert measured and all(e["args"].keys() <= lean for e in measured)

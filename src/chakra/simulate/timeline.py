@@ -19,7 +19,10 @@ to overlap by less than a microsecond: a slice that starts less than
 instead (``args.moved_ns`` says by how much), and any other slice that would overlap its
 enclosing slice's end is cut there (``args.cut_ns``).
 
-Flows between tracks and across ranks: :mod:`chakra.simulate.timeline_flows`.
+An op's slice on the simulated process carries its stream, input shapes, simulated and
+measured µs and dependency counts (:mod:`chakra.simulate.timeline_args`); the measured
+process's slices carry ``node_id`` alone. Flows between tracks and across ranks:
+:mod:`chakra.simulate.timeline_flows`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from chakra.simulate.meeting import START_RESOLUTION_US
 from chakra.simulate.resources import device_count
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
+from chakra.simulate.timeline_args import OpFacts
 from chakra.simulate.timeline_flows import flow_events, to_ns, to_us
 
 _START_RESOLUTION_NS = round(START_RESOLUTION_US * 1000)
@@ -64,7 +68,8 @@ def chrome_trace(result: SimResult, compare: bool = False, segments: bool = Fals
     for r, graph in enumerate(result.graphs):
         start, end = result.start[r], result.end[r]
         spans = [(to_ns(start[i]), to_ns(end[i])) for i in range(len(graph.ids))]
-        events += _process(graph, graph.rank, "simulated", spans, segments)
+        facts = OpFacts(graph, start, end)
+        events += _process(graph, graph.rank, "simulated", spans, segments, facts)
         events += _critical_track(result, r, spans)
     if compare:
         for r, graph in enumerate(result.graphs):
@@ -97,8 +102,9 @@ def _measured_spans(result: SimResult, r: int) -> Optional[list[tuple[int, int]]
 
 
 def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, int]],
-             segments: bool) -> list[dict[str, Any]]:  # fmt: skip
-    """Metadata and slices of one process (a rank's simulated or measured schedule)."""
+             segments: bool, facts: Optional[OpFacts] = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Metadata and slices of one process (a rank's simulated or measured schedule);
+    ``facts``: the slices' args beyond ``node_id`` (:mod:`chakra.simulate.timeline_args`)."""
     name = f"rank {graph.rank} ({kind})"
     events = [
         {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}},
@@ -117,7 +123,7 @@ def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, in
     for lane in range(lanes):
         events += _thread_meta(pid, len(graph.resources) + lane, f"no resource {lane}")
     for piece in nest(slices):
-        events.append(_slice_event(graph, pid, piece))
+        events.append(_slice_event(graph, pid, piece, facts))
     return events
 
 
@@ -134,8 +140,12 @@ def _thread_meta(pid: int, tid: int, name: str) -> list[dict[str, Any]]:
     ]
 
 
-def _slice_event(graph: SimGraph, pid: int, piece: Slice) -> dict[str, Any]:
-    args: dict[str, Any] = {"node_id": graph.ids[piece.node]}
+def _slice_event(graph: SimGraph, pid: int, piece: Slice,
+                 facts: Optional[OpFacts]) -> dict[str, Any]:  # fmt: skip
+    if facts is not None:
+        args = facts.args(piece.node, piece.members)
+    else:
+        args = {"node_id": graph.ids[piece.node]}
     if len(piece.members) > 1:
         args["segment_ids"] = [graph.ids[m] for m in piece.members if m != piece.node]
     if piece.cut_ns:
