@@ -117,7 +117,7 @@ def test_trace_names_are_escaped(gpu_run: Any) -> None:
 def test_gpu_page_shows_kernels_idle_causes_and_what_if(gpu_run: Any) -> None:
     page, report = gpu_run.html.read_text(), report_of(gpu_run)
     check_self_contained(page)
-    check_page_numbers(page, report)
+    assert check_page_numbers(page, report) > 0
     cells = read_page(page).cells
     kernel = report["ranks"][1]["views"]["kernels"][0]
     assert cells["/ranks/1/views/kernels/0/share"] == ("ratio", f"{kernel['share']:.1%}")
@@ -128,7 +128,7 @@ def test_gpu_page_shows_kernels_idle_causes_and_what_if(gpu_run: Any) -> None:
 
 def test_the_checker_catches_a_changed_number(gloo_run: Any) -> None:
     page, report = gloo_run.html.read_text(), report_of(gloo_run)
-    check_page_numbers(page, report)
+    assert check_page_numbers(page, report) > 0
     pointers = ("/ranks/1/simulation/simulated_makespan_us", "/ranks/0/views/breakdown/idle_pct",
                 "/what_if/1/ranks/1/makespan_us")  # fmt: skip
     for pointer in pointers:
@@ -174,3 +174,18 @@ def test_report_html_in_headless_chromium(request: pytest.FixtureRequest, run: s
         assert f"{simulation['simulated_makespan_us']:,.0f}" in text.td_texts
         assert f"{simulation['error_pct']:+.2f}%" in text.td_texts
         assert f"rank-{r}" in text.ids
+
+
+def test_each_rank_section_lists_its_training_steps(gloo_run: Any) -> None:
+    # the gloo recording has ProfilerStep#N ops: one row per step in each rank's section,
+    # whose cells point at report.json's views.steps (checked by check_page_numbers)
+    report = report_of(gloo_run)
+    page = gloo_run.html.read_text()
+    sections = page.split('<details id="rank-')[1:]
+    assert len(sections) == len(report["ranks"]) == 2
+    for entry, section in zip(sorted(report["ranks"], key=lambda e: e["rank"]), sections):
+        steps = entry["views"]["steps"]
+        assert [s["step"] for s in steps] and all(s["measured_us"] for s in steps)
+        table = section.split("<h3>Steps</h3>", 1)[1].split("</table>", 1)[0]
+        assert table.count("<tr") == len(steps) + 1  # a header row, then one per step
+    assert check_page_numbers(page, report) > 0

@@ -138,6 +138,10 @@ class Analysis:
         """Per rank: the top kernels by total GPU time."""
         return frame(tables.kernel_rows(self.document))
 
+    def steps(self) -> Any:
+        """Per rank and training step: simulated and measured duration, time per kind."""
+        return frame(tables.step_rows(self.document))
+
     def stream_idle(self) -> Any:
         """Per rank and GPU stream: idle time by cause."""
         return frame(tables.stream_idle_rows(self.document))

@@ -28,6 +28,7 @@ REPORT_TABLES: Mapping[str, tuple[str, ...]] = {
     "GPU stream idle time by cause": ("stream_idle",),
     "Critical path": ("critical_path", "critical_path_names", "critical_path_segments"),
     "Resources (simulated)": ("resources",),
+    "Steps": ("steps",),
 }
 
 _SIMULATION = ("simulated_makespan_us", "measured_makespan_us", "error_pct",
@@ -134,6 +135,11 @@ def overlap_rows(document: Document) -> list[Row]:
 def kernel_rows(document: Document) -> list[Row]:
     """Per rank: its top kernels by total GPU time."""
     return _per_rank(document, "kernels")
+
+
+def step_rows(document: Document) -> list[Row]:
+    """Per rank and ``ProfilerStep#N``: simulated and measured duration, time per kind."""
+    return _per_rank(document, "steps")
 
 
 def stream_idle_rows(document: Document) -> list[Row]:

@@ -1,9 +1,9 @@
 """One rank's section of ``report.html``, a ``<details>`` element (collapsed unless asked
 open): its makespans, what-if results, busy fraction over time, temporal breakdown,
-overlap, top kernels, GPU stream idle time by cause, typed critical path and the resources
-it used, each number a cell of :mod:`chakra.views.html_numbers` pointing at its
-``report.json`` value. Long kernel and op names are shortened (whole in a tooltip);
-resources never busy are left out."""
+overlap, top kernels, GPU stream idle time by cause, typed critical path, the resources
+it used and its training steps (``ProfilerStep#N``), each number a cell of
+:mod:`chakra.views.html_numbers` pointing at its ``report.json`` value. Long kernel and op
+names are shortened (whole in a tooltip); resources never busy are left out."""
 
 from __future__ import annotations
 
@@ -62,6 +62,7 @@ def rank_section(
             _kernels(views, rows),
             _stream_idle(views),
             _critical_path(views, entry["critical_path"], rows),
+            _steps(views),
         ]
     else:
         parts.append(_resources(entry["simulation"]))
@@ -259,6 +260,26 @@ def _critical_path(views: At, top_names: At, limit: Optional[int]) -> str:
             caption=shown,
         )
     )
+
+
+STEP_KINDS = ("cpu_us", "gpu_us", "communication_us", "launch_us", "unexplained_us")
+
+
+def _steps(views: At) -> str:
+    """One row per ``ProfilerStep#N`` of the rank (nothing when the trace has none): its
+    simulated and measured duration, the error, and the time each kind runs in it."""
+    steps = views["steps"].items() if views["steps"].value else []
+    if not steps:
+        return ""
+    rows = [
+        [step["step"].cell(COUNT), step["simulated_us"].cell(US), step["measured_us"].cell(US),
+         step["error_pct"].cell(SIGNED), *(step[kind].cell(US) for kind in STEP_KINDS)]
+        for step in steps
+    ]  # fmt: skip
+    headers = ["step", "simulated µs", "measured µs", "error", "cpu µs", "gpu µs",
+               "communication µs", "launch µs", "unexplained µs"]  # fmt: skip
+    caption = "the time during which some node of each kind runs inside the step (they overlap)"
+    return "<h3>Steps</h3>" + table(headers, rows, caption=caption)
 
 
 def _resources(simulation: At) -> str:
