@@ -137,3 +137,23 @@ def test_the_notebook_facade_has_the_job_tables(small_job: Any) -> None:
     ranks = analysis.rank_comparison()  # the page's four parts, adding up to the makespan
     parts = ranks[["compute_us", "communication_us", "unexplained_us", "idle_us"]].sum(axis=1)
     assert list(parts) == pytest.approx(list(ranks["makespan_us"]))
+
+
+def test_terminal_says_what_bounds_the_slowest_rank_and_what_freeing_it_gives(
+    small_job: Any,
+) -> None:
+    from chakra.ranks.files import load_agreed
+    from chakra.simulate import ScaleRule, simulate, what_if
+
+    out, printed = small_job
+    (line,) = [x for x in printed.splitlines() if x.startswith("  slowest rank ")]
+    report = json.loads((out / "report.json").read_text())
+    slowest = max(report["ranks"], key=lambda r: r["simulation"]["simulated_makespan_us"])
+    assert line.startswith(f"  slowest rank {slowest['rank']}: GPU-bound")
+    at_most = float(re.search(r"GPU compute free would give at most ([-+.\d]+)%", line)[1])
+    # independently: the whole job replayed with every GPU compute kernel taking no time
+    paths = [out / f"workload.{r}.et" for r in range(4)]
+    graphs = load_agreed(paths)
+    before = simulate(graphs).makespans()[slowest["rank"]]
+    after = what_if(graphs, [ScaleRule.parse("compute@class:gpu=0")]).makespans()
+    assert at_most == pytest.approx(100.0 * (after[slowest["rank"]] / before - 1), abs=0.01)

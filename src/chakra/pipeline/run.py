@@ -80,7 +80,7 @@ from chakra.pipeline.resume import (
     write_rank_report,
 )
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
-from chakra.pipeline.summary import job_lines, rank_table
+from chakra.pipeline.summary import bound_line, job_lines, rank_table
 from chakra.ranks import agree_files, require_ends, rewrite_files
 from chakra.simulate.replay import SimOptions
 from chakra.simulate.run import simulate_files
@@ -383,4 +383,7 @@ def summary_text(result: PipelineResult) -> str:
     """The terminal summary: the job's lines (makespan, spread, one line per what-if
     scenario: :func:`chakra.pipeline.summary.job_lines`), then the per-rank table."""
     lines = job_lines(result.job) if result.job is not None else []
+    bound = bound_line(result.ranks, result.job)
+    if bound is not None:
+        lines.insert(1, bound)
     return "\n".join([*lines, summary_table(result)])

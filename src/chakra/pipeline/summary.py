@@ -1,7 +1,7 @@
 """The terminal summary of a pipeline run: the job first (its makespan, the slowest rank's,
-and each what-if scenario's change of it, one line each), then the ranks: every rank up
-to :data:`ALL_RANKS_UP_TO` ranks, else the slowest, median and fastest (the rest are in
-``report.json`` and ``report.html``)."""
+what bounds that rank, and each what-if scenario's change of it, one line each), then the
+ranks: every rank up to :data:`ALL_RANKS_UP_TO` ranks, else the slowest, median and fastest
+(the rest are in ``report.json`` and ``report.html``)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,17 @@ def job_lines(job: JobSummary) -> list[str]:
             f"{change.makespan_us:,.0f} us (slowest rank {change.slowest_rank})"
         )
     return lines
+
+
+def bound_line(reports: Sequence[RankReport], job: Optional[JobSummary]) -> Optional[str]:
+    """What bounds the slowest rank, and how much freeing that kind could give at most
+    (:mod:`chakra.views.bound`'s headline); None when it was not computed."""
+    if job is None:
+        return None
+    slowest = next((r for r in reports if r.rank == job.slowest_rank), None)
+    if slowest is None or slowest.views.bound is None:
+        return None
+    return f"  slowest rank {slowest.rank}: {slowest.views.bound.headline}"
 
 
 def shown_ranks(reports: Sequence[RankReport], job: Optional[JobSummary]) -> list[RankReport]:
