@@ -189,3 +189,30 @@ def test_each_rank_section_lists_its_training_steps(gloo_run: Any) -> None:
         table = section.split("<h3>Steps</h3>", 1)[1].split("</table>", 1)[0]
         assert table.count("<tr") == len(steps) + 1  # a header row, then one per step
     assert check_page_numbers(page, report) > 0
+
+
+def test_busy_bands_draw_unexplained_time_grey_above_the_busy_time() -> None:
+    from chakra.views.svg_charts import THREAD, UNEXPLAINED, Band, band_panel
+
+    # bin 1: busy 0.25 and [idle] 0.5: the grey path reaches 0.75 of the row, blue 0.25
+    plain = band_panel("t", [Band("thread 1", THREAD, [0.0, 0.25])], 100.0)
+    assert UNEXPLAINED not in plain
+    panel = band_panel("t", [Band("thread 1", THREAD, [0.0, 0.25], [0.0, 0.5])], 100.0)
+    grey = panel.split(f'fill="{UNEXPLAINED}"')[0].rsplit("<path", 1)[1]
+    blue = panel.split(f'fill="{THREAD}"')[0].rsplit("<path", 1)[1]
+    assert grey != blue and panel.index(UNEXPLAINED) < panel.index(f'fill="{THREAD}"')
+
+
+def test_a_rank_with_idle_gaps_shows_them_grey_in_its_busy_chart(gpu_run: Any) -> None:
+    import numpy as np
+
+    from chakra.simulate import load_graph
+    from chakra.views.svg_charts import UNEXPLAINED
+
+    # the synthetic job's threads sleep between ops: [idle] nodes held by a thread
+    graph = load_graph(gpu_run.output_dir / "workload.0.et", 0)
+    held = np.frombuffer(graph.resource, dtype=np.int64) >= 0
+    assert any(name == "[idle]" and held[i] for i, name in enumerate(graph.names))
+    page = gpu_run.html.read_text()
+    busy = page.split("<h3>Busy fraction over time</h3>", 1)[1].split("<h3>", 1)[0]
+    assert f'fill="{UNEXPLAINED}"' in busy

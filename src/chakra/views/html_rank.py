@@ -108,7 +108,8 @@ def _makespans(entry: At) -> str:
 
 
 def _busy(busy: RankBusy, span_us: float) -> str:
-    used = [b for b in busy.bands if any(b.simulated) or any(b.measured or [])]
+    used = [b for b in busy.bands if any(b.simulated) or any(b.measured or [])
+            or any(b.simulated_unexplained or [])]  # fmt: skip
 
     def bands(measured: bool) -> list[Band]:
         return [
@@ -116,6 +117,7 @@ def _busy(busy: RankBusy, span_us: float) -> str:
                 b.resource,
                 STREAM if b.gpu else THREAD,
                 (b.measured if measured else b.simulated) or [],
+                b.measured_unexplained if measured else b.simulated_unexplained,
             )
             for b in used
         ]
@@ -126,7 +128,8 @@ def _busy(busy: RankBusy, span_us: float) -> str:
     return (
         '<h3>Busy fraction over time</h3><p class="note">Each host thread (blue) and GPU '
         "stream (orange): the height of its band is the fraction of each time bin it is "
-        f"busy (resources never busy left out).</p><figure>{''.join(charts)}</figure>"
+        "busy, with the time the graph does not explain ([idle]/[delay]) grey above it "
+        f"(resources never busy left out).</p><figure>{''.join(charts)}</figure>"
     )
 
 

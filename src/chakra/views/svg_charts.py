@@ -18,16 +18,21 @@ LABEL_W = 170  # left column for the row labels
 ROW_H = 16
 #: Colours of the matplotlib defaults the PNG plots use: host threads blue, GPU streams orange.
 THREAD, STREAM = "#1f77b4", "#ff7f0e"
+#: Unexplained time ([idle]/[delay]) in busy bands, as utilisation.png draws it.
+UNEXPLAINED = "#b0b0b0"
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
            "#8c8c8c", "#ccb974", "#64b5cd")  # fmt: skip
 
 
 class Band(msgspec.Struct, frozen=True):
-    """One row of a band panel: its label, colour and value (0-1) in each time bin."""
+    """One row of a band panel: its label, colour and value (0-1) in each time bin;
+    ``unexplained``: a second value per bin drawn grey above the first (measured time the
+    graph does not explain: ``[idle]``/``[delay]``), or None."""
 
     label: str
     color: str
     values: list[float]
+    unexplained: Optional[list[float]] = None
 
 
 class Part(msgspec.Struct, frozen=True):
@@ -110,6 +115,10 @@ def band_panel(title: str, bands: Sequence[Band], span_us: float) -> str:
             f'<rect x="{LABEL_W}" y="{base - ROW_H + 1}" width="{plot_w}" '
             f'height="{ROW_H - 2}" fill="#f3f3f3"/>'
         )
+        if band.unexplained is not None:
+            stacked = [a + b for a, b in zip(band.values, band.unexplained)]
+            path = _step_path(stacked, LABEL_W, plot_w, base - 1, ROW_H - 2)
+            body.append(f'<path d="{path}" fill="{UNEXPLAINED}"/>')
         path = _step_path(band.values, LABEL_W, plot_w, base - 1, ROW_H - 2)
         body.append(f'<path d="{path}" fill="{band.color}"/>')
     axis = top + len(bands) * ROW_H + 4
