@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import ChakraError, ValidationFailedError
+from chakra.errors import ChakraError, TraceFormatError, ValidationFailedError
 
 logger = logging.getLogger(__name__)
 WANTS = "a Chakra ET (.et, chakra_converter's output)"
@@ -93,6 +93,13 @@ def _validate(args: argparse.Namespace) -> None:
             "chakra_validate",
             "a Chakra ET (.et, chakra_converter's output)",
         )
+    if len(args.files) > 1:  # rank = each file's own (metadata or name), not its position
+        from chakra.simulate.rank_order import files_in_rank_order
+
+        try:
+            args.files = files_in_rank_order(args.files)
+        except TraceFormatError:  # a file that cannot be read: its own check reports it
+            pass
     options = ValidationOptions(
         require_streams=args.require_streams,
         astra_sim=not args.no_astra_sim,
