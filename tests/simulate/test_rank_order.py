@@ -174,3 +174,20 @@ def test_any_permutation_of_a_job_gives_the_same_order(data: st.DataObject) -> N
     files = data.draw(jobs())
     shuffled = data.draw(st.permutations(files))
     assert rank_order(shuffled) == files
+
+
+def test_the_analyses_take_ranks_from_the_files_too(job: Path, tmp_path: Path, capsys: Any) -> None:
+    from chakra.analysis.runs import run_files
+    from chakra.cli.diff import main as chakra_diff
+
+    numeric = [str(job / f"workload.{r}.et") for r in range(RANKS)]
+    assert run_files(glob_order(job)).graphs == numeric  # chakra.Analysis(paths) reads these
+    bare = tmp_path / "bare"  # a folder of .et files, no report.json
+    bare.mkdir()
+    for r in (0, 1, 3):
+        shutil.copy(job / f"workload.{r}.et", bare / f"workload.{r}.et")
+    assert "rank 2 missing" in refused(chakra_diff, [str(bare), str(job)], capsys)
+    shutil.copy(job / "workload.3.et", bare / "workload.2.et")  # rank 3's content
+    assert "its name says rank 2 but its metadata says rank 3" in refused(
+        chakra_diff, [str(bare), str(job)], capsys
+    )
