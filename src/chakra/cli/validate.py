@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -96,10 +97,8 @@ def _validate(args: argparse.Namespace) -> None:
     if len(args.files) > 1:  # rank = each file's own (metadata or name), not its position
         from chakra.simulate.rank_order import files_in_rank_order
 
-        try:
+        with contextlib.suppress(TraceFormatError):  # an unreadable file: its check says so
             args.files = files_in_rank_order(args.files)
-        except TraceFormatError:  # a file that cannot be read: its own check reports it
-            pass
     options = ValidationOptions(
         require_streams=args.require_streams,
         astra_sim=not args.no_astra_sim,

@@ -3,8 +3,9 @@ a ``.et``'s GlobalMetadata) or from its name (``PREFIX.<r>.et``, ``PREFIX.<r>.et
 pipeline's ``rank<r>.et_plus.json``), never from the order of the arguments: a shell glob
 sorts ``job.10.et`` before ``job.2.et``.
 
-:func:`rank_order` is the rule (pure); :func:`files_in_rank_order` reads the ranks the
-files carry and applies it. Every entry point that takes one file per rank goes through it.
+:func:`rank_order` is the rule (pure but for its one warning); :func:`files_in_rank_order`
+reads the ranks the files carry and applies it. Every entry point that takes one file per
+rank goes through it.
 """
 
 from __future__ import annotations
