@@ -194,3 +194,9 @@ class DiffError(ChakraError):
 
 class MissingExtraError(ChakraError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class RankOrderError(ChakraError):
+    """The files given for a job do not name its ranks 0 to N-1 once each: a file's name
+    and its metadata disagree on its rank, two files are one rank, a rank is missing, or
+    some files carry no rank while others do."""

@@ -102,8 +102,8 @@ def test_ranks_whose_collectives_agree_but_cannot_meet(tmp_path: Path) -> None:
     # #0 (node 1) only after #1 (node 2) completed, while rank 1 issues them in order: #1
     # waits for rank 1, which waits at #0 for rank 0: a replay deadlocks. Before, validate
     # compared the sequences only and said ok.
-    rank0 = write(tmp_path / "r0.et", [coll(1, 0, 64, deps=(2,)), coll(2, 0, 64)])
-    rank1 = write(tmp_path / "r1.et", [coll(1, 0, 64), coll(2, 0, 64, deps=(1,))])
+    rank0 = write(tmp_path / "job.0.et", [coll(1, 0, 64, deps=(2,)), coll(2, 0, 64)])
+    rank1 = write(tmp_path / "job.1.et", [coll(1, 0, 64), coll(2, 0, 64, deps=(1,))])
     results = [check_file(p, ValidationOptions()) for p in (rank0, rank1)]
     assert cross_rank_mismatches(results) == []
     result = validate(rank0, rank1)
@@ -116,7 +116,7 @@ def test_ranks_whose_collectives_agree_but_cannot_meet(tmp_path: Path) -> None:
     document = json.loads(validate("--json", rank0, rank1).stdout)
     assert document["meet"] is False and "deadlock" in document["meet_error"]
     # in order on both ranks, they meet
-    fine = write(tmp_path / "r0ok.et", [coll(1, 0, 64), coll(2, 0, 64, deps=(1,))])
+    fine = write(tmp_path / "ok.0.et", [coll(1, 0, 64), coll(2, 0, 64, deps=(1,))])
     ok = validate(fine, rank1)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "cross-rank: the ranks replay together: yes" in ok.stdout

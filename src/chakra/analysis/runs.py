@@ -1,6 +1,7 @@
 """What a run is, as the analyses take it: a ``chakra_pipeline`` output folder (its
 ``report.json`` names each rank's ``.et`` and ET+), a folder of ``PREFIX.<rank>.et`` files,
-or the files themselves (``.et`` or ET+ JSON, one per rank, in rank order)."""
+or the files themselves (``.et`` or ET+ JSON, one per rank, each file's rank from its
+metadata or name: :mod:`chakra.simulate.rank_order`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import msgspec
 
 from chakra.errors import DiffError, FileAccessError, TraceFormatError
 from chakra.ingest.detect import TraceKind, sniff_kind
+from chakra.simulate.rank_order import files_in_rank_order
 
 REPORT = "report.json"
 _RANKED = re.compile(r"^(?P<prefix>.+)\.(?P<rank>\d+)\.et$")
@@ -49,8 +51,9 @@ def run_files(paths: RunPaths) -> RunFiles:
     folders = [p for p in given if p.is_dir()]
     if folders:
         raise DiffError(f"{folders[0]}: a folder among files: give one folder, or files only")
-    et_plus = [str(p) if _is_et_plus(p) else None for p in given]
-    return RunFiles([str(p) for p in given], et_plus, None, ", ".join(map(str, given)))
+    ordered = [Path(p) for p in files_in_rank_order(given)]  # each file's own rank
+    et_plus = [str(p) if _is_et_plus(p) else None for p in ordered]
+    return RunFiles([str(p) for p in ordered], et_plus, None, ", ".join(map(str, given)))
 
 
 def _is_et_plus(path: Path) -> bool:
@@ -61,17 +64,12 @@ def _folder(folder: Path) -> RunFiles:
     report = folder / REPORT
     if report.is_file():
         return _pipeline_folder(folder, report)
-    ranked = sorted(
-        ((int(m["rank"]), p) for p in folder.iterdir() if (m := _RANKED.match(p.name))),
-        key=lambda item: item[0],
-    )
+    ranked = sorted(p for p in folder.iterdir() if _RANKED.match(p.name))
     if not ranked:
         raise DiffError(f"{folder}: neither a pipeline output folder ({REPORT}) nor a folder "
                         "of PREFIX.<rank>.et files")  # fmt: skip
-    ranks = [r for r, _ in ranked]
-    if ranks != list(range(len(ranks))):
-        raise DiffError(f"{folder}: the .et files' ranks are {ranks}, not 0 to {len(ranks) - 1}")
-    return RunFiles([str(p) for _, p in ranked], [None] * len(ranked), None, str(folder))
+    ordered = files_in_rank_order(ranked)  # numerically; a gap or a repeat raises
+    return RunFiles(ordered, [None] * len(ordered), None, str(folder))
 
 
 def _pipeline_folder(folder: Path, report: Path) -> RunFiles:

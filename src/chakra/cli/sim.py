@@ -27,7 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chakra_sim",
         description="Simulate Chakra ET graphs (.et, .et.gz or ET+ JSON), one file per rank.",
     )
-    parser.add_argument("paths", nargs="+", metavar="FILE", help="one graph per rank, in order")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="FILE",
+        help="one graph per rank, each file's rank the one its metadata holds "
+        "(chakra_converter writes it) or its name gives (PREFIX.<rank>.et, "
+        "rank<rank>.et_plus.json), whatever the order given",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--timeline", type=Path, help="write the schedule as a Chrome trace")
     _add_replay_options(parser)
@@ -151,6 +158,7 @@ def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
     from chakra.simulate import LoadOptions, SimOptions
     from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
     from chakra.simulate.network import NetworkModel
+    from chakra.simulate.rank_order import files_in_rank_order
     from chakra.simulate.replay import replay
     from chakra.simulate.run import load_astra_graph
 
@@ -162,7 +170,8 @@ def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
         raise UsageError("--serialize-gpu: ASTRA-sim's model has one GPU slot per rank")
     network = NetworkModel.parse(args.network or DEFAULT_NETWORK)
     ring = AstraRing.from_network(network, len(args.paths))
-    graphs = [load_astra_graph(path, rank, load) for rank, path in enumerate(args.paths)]
+    ordered = files_in_rank_order(args.paths)  # load_agreed orders them too
+    graphs = [load_astra_graph(path, rank, load) for rank, path in enumerate(ordered)]
     return replay(graphs, rules, options=SimOptions(ring=ring))
 
 
@@ -198,8 +207,8 @@ def _simulate(args: argparse.Namespace) -> None:
         )
     for rule in applied:
         print(f"--scale {rule['rule']}: {rule['nodes']:,} nodes scaled (all ranks)")
-    for rank, path, critical, scaled in zip(result.ranks, args.paths, result.critical_paths,
-                                            what_if):  # fmt: skip
+    paths = [graph.source for graph in result.graphs]  # in rank order, not as given
+    for rank, path, critical, scaled in zip(result.ranks, paths, result.critical_paths, what_if):
         _print_rank(rank, path, critical, scaled)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import ChakraError, ValidationFailedError
+from chakra.errors import ChakraError, TraceFormatError, ValidationFailedError
 
 logger = logging.getLogger(__name__)
 WANTS = "a Chakra ET (.et, chakra_converter's output)"
@@ -87,6 +88,11 @@ def _validate(args: argparse.Namespace) -> None:
             "chakra_validate",
             "a Chakra ET (.et, chakra_converter's output)",
         )
+    if len(args.files) > 1:  # rank = each file's own (metadata or name), not its position
+        from chakra.simulate.rank_order import files_in_rank_order
+
+        with contextlib.suppress(TraceFormatError):  # an unreadable file: its check says so
+            args.files = files_in_rank_order(args.files)
     options = ValidationOptions(
         require_streams=args.require_streams,
         astra_sim=not args.no_astra_sim,

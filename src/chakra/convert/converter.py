@@ -101,9 +101,12 @@ class EtGraph(msgspec.Struct, frozen=True):
     report: ConvertReport
 
 
-def _metadata(trace: EtPlusTrace, report: ConvertReport) -> Any:
+def _metadata(trace: EtPlusTrace, report: ConvertReport, options: ConvertOptions) -> Any:
     metadata = GlobalMetadata()
     set_attr(metadata, "schema", trace.schema)
+    rank = _rank(trace, options)
+    if rank is not None and rank >= 0:  # for chakra_sim: chakra.simulate.rank_order
+        set_attr(metadata, "rank", rank)
     for name in ("pid", "start_ts", "finish_ts"):
         value = getattr(trace, name)
         if isinstance(value, int) and value >= 0:
@@ -114,6 +117,11 @@ def _metadata(trace: EtPlusTrace, report: ConvertReport) -> Any:
     set_attr(metadata, "producer_version", chakra.__version__)
     set_contradictions(metadata, report.contradictions)
     return metadata
+
+
+def _rank(trace: EtPlusTrace, options: ConvertOptions) -> Optional[int]:
+    """The trace's global rank: ``options.rank``, else the one Kineto recorded, else None."""
+    return options.rank if options.rank is not None else trace.link.rank if trace.link else None
 
 
 def _index(trace: EtPlusTrace) -> dict[int, EtPlusNode]:
@@ -140,7 +148,7 @@ def convert_et_plus(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
         serialized = tracked(_nodes(trace, plan), total, f"building the nodes of {trace.path}",
                              unit="nodes")  # fmt: skip
         nodes = tuple(map(Node.FromString, serialized))
-        return EtGraph(_metadata(trace, report), nodes, report)
+        return EtGraph(_metadata(trace, report, options), nodes, report)
 
 
 class _Plan(msgspec.Struct):
@@ -177,8 +185,7 @@ def _plan(
     by_id = _index(trace)
     graph = Graph(by_id)
     segments = Segmentation(max(by_id) + 1)
-    rank = options.rank if options.rank is not None else trace.link.rank if trace.link else None
-    classifier = Classifier(by_id, rank, options.process_group_metadata)
+    classifier = Classifier(by_id, _rank(trace, options), options.process_group_metadata)
     host_comms = {n.id for n in trace.nodes if not n.is_gpu and classifier.is_host_collective(n)}
     progress.step("chaining each thread's ops")
     idle = thread_chains(trace, by_id, graph, options.gaps, segments, host_comms)
@@ -381,9 +388,10 @@ def convert_file(
     read a second time while writing (see ``load_et_plus``). With a ``group``, the ``.et``
     appears when the group commits."""
     trace = load_et_plus(input_path, keep_whole=reads_payload)
+    options = options or ConvertOptions()
     with gc_paused():
-        plan, report = _planned(trace, options or ConvertOptions())
+        plan, report = _planned(trace, options)
         total = sum(report.nodes_by_type.values())
         nodes = tracked(_nodes(trace, plan), total, f"writing {output_path}", unit="nodes")
-        write_et(output_path, _metadata(trace, report), nodes, group)
+        write_et(output_path, _metadata(trace, report, options), nodes, group)
     return report

@@ -49,6 +49,7 @@ ATTRIBUTE_KINDS: Mapping[str, str] = {
     "finish_ts": "uint64_val",
     "input_file": "string_val",
     "contradictions": "string_val",  # chakra.et.contradictions
+    "rank": "uint64_val",  # the global rank of the trace (chakra.simulate.rank_order)
 }
 
 AttrValue = Union[bool, int, float, str, bytes, Sequence[Any]]

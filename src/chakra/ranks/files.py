@@ -20,6 +20,7 @@ from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.ranks.agree import P2P, Agreement, CommRecord, Fill, agree
 from chakra.simulate.graph_build import build_graph
 from chakra.simulate.load_checks import LoadOptions
+from chakra.simulate.rank_order import files_in_rank_order
 from chakra.simulate.replay import SimOptions, simulate
 from chakra.simulate.run import load_graph, load_options
 from chakra.simulate.sim_graph import SimGraph, SimulationError
@@ -78,7 +79,8 @@ def comm_records(path: PathLike) -> list[CommRecord]:
 
 
 def agree_files(paths: Sequence[PathLike]) -> Agreement:
-    """:func:`agree` over the files (rank = position), logging what it filled and found."""
+    """:func:`agree` over the files (rank = position: give them in rank order,
+    :func:`chakra.simulate.rank_order.files_in_rank_order`), logging what it filled and found."""
     agreement = agree([comm_records(p) for p in paths])
     log(agreement)
     return agreement
@@ -158,12 +160,14 @@ def simulate_agreed(
 def load_agreed(
     paths: Sequence[PathLike], serialize_gpu: bool = False, load: Optional[LoadOptions] = None
 ) -> list[SimGraph]:
-    """One graph per rank (rank = position in ``paths``) with the agreement's fills
+    """One graph per rank (each file's rank from its metadata or name:
+    :func:`chakra.simulate.rank_order.files_in_rank_order`) with the agreement's fills
     applied to the nodes read (the files are left as they are), read and checked as
     ``load`` says (:func:`chakra.simulate.load_graph`). Several Chakra ET files are read
     twice: once for their communication nodes, once to build the graphs; anything else
     (one file, ET+) is read as given."""
     load = load_options(load, serialize_gpu)
+    paths = files_in_rank_order(paths)
     kinds = {sniff_kind(p) for p in paths}
     if len(paths) < 2 or kinds != {TraceKind.CHAKRA_ET}:
         return [load_graph(p, rank, options=load) for rank, p in enumerate(paths)]

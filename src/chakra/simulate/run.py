@@ -14,6 +14,7 @@ from chakra.simulate.astra_network import AstraRing
 from chakra.simulate.graph_build import build_graph
 from chakra.simulate.load_checks import LoadOptions
 from chakra.simulate.node_files import read_nodes
+from chakra.simulate.rank_order import files_in_rank_order
 from chakra.simulate.replay import SimOptions, simulate
 from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
@@ -56,12 +57,14 @@ def simulate_files(
     options: Optional[SimOptions] = None,
     load: Optional[LoadOptions] = None,
 ) -> SimResult:
-    """:func:`~chakra.simulate.replay.simulate` one graph per rank (rank = position in
-    ``paths``), together; ``options`` None: the defaults without the model-only run;
+    """:func:`~chakra.simulate.replay.simulate` one graph per rank, together, each file's
+    rank from its metadata or name (:func:`chakra.simulate.rank_order.files_in_rank_order`, which
+    raises RankOrderError); ``options`` None: the defaults without the model-only run;
     ``load``: how the files are read and checked (:func:`load_graph`)."""
     options = options or SimOptions(explain=False)
     load = load_options(load, serialize_gpu)
-    return simulate([load_graph(p, rank, options=load) for rank, p in enumerate(paths)], options)
+    ordered = files_in_rank_order(paths)
+    return simulate([load_graph(p, rank, options=load) for rank, p in enumerate(ordered)], options)
 
 
 def simulate_astra_files(
@@ -70,10 +73,11 @@ def simulate_astra_files(
     explain: bool = False,
     load: Optional[LoadOptions] = None,
 ) -> SimResult:
-    """Simulate one graph per rank (rank = position in ``paths``) with ASTRA-sim's resource
+    """Simulate one graph per rank (ranks as for :func:`simulate_files`) with ASTRA-sim's resource
     model and ring (:mod:`chakra.simulate.astra_events`), reading the files as ASTRA-sim
     does: as they are, without the cross-rank fills :func:`chakra.ranks.files.
     simulate_agreed` applies. ``explain``: as :class:`~chakra.simulate.replay.SimOptions`
     says; ``load``: as for :func:`load_graph`."""
-    graphs = [load_astra_graph(p, rank, load) for rank, p in enumerate(paths)]
+    ordered = files_in_rank_order(paths)
+    graphs = [load_astra_graph(p, rank, load) for rank, p in enumerate(ordered)]
     return simulate(graphs, SimOptions(ring=ring, explain=explain))
