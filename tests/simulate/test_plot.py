@@ -116,3 +116,23 @@ def test_unexplained_time_is_drawn_apart_from_busy_time() -> None:
     outside = grey[(grey[:, 0] < 8) | (grey[:, 0] > 32), 1]  # A, B: no grey above busy
     assert inside.max() == pytest.approx(0.85) and inside.min() == pytest.approx(0)
     assert len(outside) and outside.tolist() == pytest.approx([0.85] * len(outside))
+
+
+def test_some_ranks_only_on_the_axis_of_every_rank() -> None:
+    # rank 1 alone: its panel keeps the job's axis (rank 1 ends at 300 us, rank 0 at 40 us)
+    figure = utilisation_figure(two_ranks(), ranks=(1,))
+    assert [axis.get_title() for axis in figure.axes] == ["rank 1 simulated"]
+    assert figure.axes[0].get_xlim() == (0.0, 300.0)
+    assert "ranks drawn: 1 of 2" in figure._suptitle.get_text()
+    short = utilisation_figure(two_ranks(), ranks=(0,))
+    assert short.axes[0].get_xlim() == (0.0, 300.0)  # not rank 0's own 40 us
+
+
+def test_the_pipeline_draws_every_rank_of_a_small_job_only() -> None:
+    from types import SimpleNamespace
+
+    from chakra.pipeline.outputs import plotted_ranks
+
+    job = SimpleNamespace(slowest_rank=40, median_rank=7, fastest_rank=12)
+    assert plotted_ranks(job, 16) is None
+    assert plotted_ranks(job, 64) == (7, 12, 40)

@@ -17,6 +17,7 @@ from chakra.fileio import AtomicGroup, atomic_output
 from chakra.fileio.location import Location, join
 from chakra.ingest.json_input import dump_finite
 from chakra.pipeline.rank_report import RankReport
+from chakra.pipeline.summary import ALL_RANKS_UP_TO
 from chakra.ranks import Agreement
 from chakra.simulate.run import chrome_trace
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario, WhatIf, run_scenarios
@@ -82,11 +83,11 @@ def write_outputs(
     timeline = join(folder, TIMELINE)
     with atomic_output(timeline, text=True, group=group) as out:
         dump_finite(chrome_trace(result, compare=True), out, timeline)
+    job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
     picture = None
     if options.plot:
         picture = join(folder, PLOT)
-        _plot(result, picture, group)
-    job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
+        _plot(result, picture, group, plotted_ranks(job, len(reports)))
     document = {"job": msgspec.to_builtins(job), "agreement": agreement,
                 "ranks": [msgspec.to_builtins(r) for r in reports],
                 "what_if": [msgspec.to_builtins(w) for w in what_if]}  # fmt: skip
@@ -102,15 +103,28 @@ def write_outputs(
     return OutputFiles(timeline, picture, report, page, what_if, job)
 
 
-def _plot(result: SimResult, picture: Location, group: Optional[AtomicGroup]) -> None:
-    """The utilisation plot, drawn into a local file first when ``picture`` is a URL."""
+def plotted_ranks(job: JobSummary, rank_count: int) -> Optional[tuple[int, ...]]:
+    """The ranks ``utilisation.png`` draws: every rank up to ``ALL_RANKS_UP_TO``, else the
+    slowest, median and fastest (a panel per rank: 64 ranks were 23,000 px tall and took
+    half of the run to draw); None: all."""
+    if rank_count <= ALL_RANKS_UP_TO:
+        return None
+    return tuple(sorted({job.slowest_rank, job.median_rank, job.fastest_rank}))
+
+
+def _plot(
+    result: SimResult, picture: Location, group: Optional[AtomicGroup],
+    ranks: Optional[tuple[int, ...]] = None,
+) -> None:  # fmt: skip
+    """The utilisation plot (``ranks``: those drawn, None: all), drawn into a local file
+    first when ``picture`` is a URL."""
     from chakra.simulate.plot import plot_utilisation
 
     if isinstance(picture, Path):
-        plot_utilisation(result, picture, group)
+        plot_utilisation(result, picture, group, ranks)
         return
     with tempfile.TemporaryDirectory(prefix="chakra-plot-") as scratch:
         local = Path(scratch) / "utilisation.png"
-        plot_utilisation(result, local)
+        plot_utilisation(result, local, ranks=ranks)
         with atomic_output(picture, compress=False, group=group) as out:
             out.write(local.read_bytes())

@@ -133,8 +133,9 @@ def _panel(axis: Any, graph: SimGraph, starts: np.ndarray, ends: np.ndarray, ori
     axis.set_ylim(0, max(len(order), 1))
 
 
-def utilisation_figure(result: SimResult) -> Any:
-    """A matplotlib Figure: one row per rank; a column of the simulated schedule and, when
+def utilisation_figure(result: SimResult, ranks: Optional[Sequence[int]] = None) -> Any:
+    """A matplotlib Figure: one row per rank (``ranks``: the ranks to draw, by rank id;
+    None: all); a column of the simulated schedule and, when
     the graphs carry measured starts, one of the measured schedule. In each panel every
     host thread (blue) and GPU stream (orange) is a band whose height is its busy fraction
     in each of ``BINS`` bins, with its unexplained ``[idle]``/``[delay]`` time stacked on top
@@ -158,30 +159,36 @@ def utilisation_figure(result: SimResult) -> Any:
         origins.append(min(firsts, default=0.0))
         spans.append(max(lasts, default=0.0) - origins[-1])
     span = max(max(spans), 1e-9)
-    rows = max(len(graph.resources) for graph in graphs) if graphs else 1
-    figure = figure_type(figsize=(7 * len(columns), (0.35 * rows + 1.2) * max(len(graphs), 1)))
-    axes = figure.subplots(max(len(graphs), 1), len(columns), squeeze=False, sharex=True)
+    drawn = [k for k, graph in enumerate(graphs) if ranks is None or graph.rank in ranks]
+    rows = max(len(graphs[k].resources) for k in drawn) if drawn else 1
+    figure = figure_type(figsize=(7 * len(columns), (0.35 * rows + 1.2) * max(len(drawn), 1)))
+    axes = figure.subplots(max(len(drawn), 1), len(columns), squeeze=False, sharex=True)
     for c, ((title, schedules), origin) in enumerate(zip(columns, origins)):
-        for r, graph in enumerate(graphs):
-            axis = axes[r][c]
-            starts, ends = schedules[r]
+        for r, k in enumerate(drawn):
+            graph, axis = graphs[k], axes[r][c]
+            starts, ends = schedules[k]
             _panel(axis, graph, starts, ends, origin, span)
             axis.set_title(f"rank {graph.rank} {title}", fontsize="medium")
             axis.set_xlim(0, span)
         axes[-1][c].set_xlabel(TIME_LABEL)
+    shown = "" if len(drawn) == len(graphs) else f" (ranks drawn: {len(drawn)} of {len(graphs)})"
     figure.suptitle(
         "busy fraction of each host thread (blue) and GPU stream (orange); "
-        "unexplained [idle]/[delay] time grey, hatched"
+        f"unexplained [idle]/[delay] time grey, hatched{shown}"
     )
     figure.tight_layout()
     return figure
 
 
 def plot_utilisation(
-    result: SimResult, path: PathLike, group: Optional[AtomicGroup] = None
+    result: SimResult,
+    path: PathLike,
+    group: Optional[AtomicGroup] = None,
+    ranks: Optional[Sequence[int]] = None,
 ) -> None:
-    """Write :func:`utilisation_figure` of ``result`` to ``path`` (:func:`save_figure`)."""
-    save_figure(utilisation_figure(result), path, group)
+    """Write :func:`utilisation_figure` of ``result`` (``ranks``: those to draw, None:
+    all) to ``path`` (:func:`save_figure`)."""
+    save_figure(utilisation_figure(result, ranks), path, group)
 
 
 def makespan_figure(results: Sequence[RankResult],
