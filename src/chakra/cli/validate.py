@@ -122,7 +122,8 @@ def _validate(args: argparse.Namespace) -> None:
         if mismatches:
             parts.append(f"{len(mismatches)} process groups differ across ranks")
         if never_meet:
-            parts.append("the ranks' collectives cannot all meet (a replay deadlocks)")
+            parts.append(f"the {len(results)} files failed validation together: their "
+                         "collectives cannot all meet (a replay deadlocks)")  # fmt: skip
         raise ValidationFailedError("; ".join(parts))
 
 
