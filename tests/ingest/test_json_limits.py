@@ -6,6 +6,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chakra.errors import TraceFormatError
 from chakra.ingest.json_input import (
@@ -85,3 +87,42 @@ def test_dump_finite_refuses_non_finite(value: float) -> None:
 
     with pytest.raises(ChakraError, match=r"^out\.json: cannot write it as JSON"):
         dump_finite({"ts": value}, io.StringIO(), "out.json")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@given(_JSON)
+def test_dump_finite_writes_what_json_dump_writes(data: object) -> None:
+    import io
+    import json
+
+    from chakra.ingest.json_input import dump_finite
+
+    written = io.StringIO()
+    dump_finite(data, written, "out.json")
+    assert written.getvalue() == json.dumps(data)
+
+
+def test_dump_finite_chunks_a_long_list_to_the_same_bytes() -> None:
+    import io
+    import json
+
+    from chakra.errors import ChakraError
+    from chakra.ingest.json_input import dump_finite
+
+    # a timeline's shape: a dict around 25,001 events (three chunks, the last of one item)
+    events = [{"name": f"op{k}", "ts": k * 0.5, "args": {"in": [k, "x"]}} for k in range(25_001)]
+    document = {"traceEvents": events, "displayTimeUnit": "ms", 1: 2}
+    written = io.StringIO()
+    dump_finite(document, written, "t.json")
+    assert written.getvalue() == json.dumps(document)
+    events[20_000]["ts"] = float("nan")  # in a later chunk: still one error naming the file
+    with pytest.raises(ChakraError, match=r"^t\.json: cannot write it as JSON"):
+        dump_finite({"traceEvents": events}, io.StringIO(), "t.json")
