@@ -164,9 +164,10 @@ def _trial(script: str, argv: list[str], stop: signal.Signals, ready_s: Optional
         process.kill()
     if not sent:
         return "finished"
-    if ready_s is not None and process.returncode == -stop and not stderr:
+    if ready_s is not None and process.returncode in (0, -stop) and not stderr:
         # the signal came as the interpreter exited after the tool's work (the guard was
-        # set, so it was not starting): CPython restores the default handlers then
+        # set, so it was not starting): CPython runs no Python handler then and restores
+        # the default ones, so it exits 0 or dies of the signal, having said nothing
         return "finished"
     said = "terminated (SIGTERM)" if stop == signal.SIGTERM else "interrupted"
     lines = stderr.splitlines()
