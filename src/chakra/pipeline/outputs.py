@@ -17,14 +17,13 @@ from chakra.fileio import AtomicGroup, atomic_output
 from chakra.fileio.location import Location, join
 from chakra.ingest.json_input import dump_finite
 from chakra.pipeline.rank_report import RankReport
-from chakra.pipeline.summary import ALL_RANKS_UP_TO
 from chakra.ranks import Agreement
 from chakra.simulate.run import chrome_trace
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario, WhatIf, run_scenarios
 from chakra.simulate.sim_result import SimResult
 from chakra.views.busy import busy_series
 from chakra.views.html_report import write_report_html
-from chakra.views.job import JobSummary, job_summary, rank_shares
+from chakra.views.job import ALL_RANKS_UP_TO, JobSummary, job_summary, rank_shares
 
 #: The job-wide outputs' names in the output folder.
 TIMELINE, PLOT, REPORT, PAGE = "timeline.json", "utilisation.png", "report.json", "report.html"
@@ -109,7 +108,7 @@ def plotted_ranks(job: JobSummary, rank_count: int) -> Optional[tuple[int, ...]]
     half of the run to draw); None: all."""
     if rank_count <= ALL_RANKS_UP_TO:
         return None
-    return tuple(sorted({job.slowest_rank, job.median_rank, job.fastest_rank}))
+    return job.featured_ranks()
 
 
 def _plot(

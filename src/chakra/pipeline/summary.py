@@ -9,10 +9,8 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.pipeline.rank_report import RankReport
-from chakra.views.job import JobSummary
+from chakra.views.job import ALL_RANKS_UP_TO, JobSummary
 
-#: A job of up to this many ranks gets one table row per rank.
-ALL_RANKS_UP_TO = 16
 HEADER = ("rank  host ops linked  GPU ops linked    nodes  model-only  replay err  "
           "unexplained us   simulated us    measured us")  # fmt: skip
 
@@ -65,7 +63,7 @@ def shown_ranks(reports: Sequence[RankReport], job: Optional[JobSummary]) -> lis
     """Every rank up to :data:`ALL_RANKS_UP_TO`, else the slowest, median and fastest."""
     if job is None or len(reports) <= ALL_RANKS_UP_TO:
         return list(reports)
-    keep = {job.slowest_rank, job.median_rank, job.fastest_rank}
+    keep = job.featured_ranks()
     return [report for report in reports if report.rank in keep]
 
 

@@ -15,6 +15,7 @@ import msgspec
 import numpy as np
 
 from chakra.errors import PathLike
+from chakra.ingest.vocabulary import copy_direction
 from chakra.simulate.node_files import read_nodes
 from chakra.simulate.sim_result import SimResult
 
@@ -46,11 +47,9 @@ class CopyBandwidth(msgspec.Struct, frozen=True):
 
 
 def copy_kind(name: str) -> Optional[str]:
-    """``HtoD`` of ``Memcpy HtoD (Pinned -> Device)``; None for a node that is no copy."""
-    if not name.startswith(MEMCPY):
-        return None
-    kind = name[len(MEMCPY) :].split(" ", 1)[0]
-    return kind or None
+    """``HtoD`` of ``Memcpy HtoD (Pinned -> Device)`` (the linker's
+    :func:`~chakra.ingest.vocabulary.copy_direction`); None for a node that is no copy."""
+    return copy_direction(name) if name.startswith(MEMCPY) else None
 
 
 def tensor_bytes(values_json: str) -> int:

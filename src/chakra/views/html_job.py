@@ -2,7 +2,7 @@
 rank's, measured and simulated; the spread between the ranks; each what-if scenario's
 change of the job's makespan, as a table and a chart in %) and the rank comparison (one
 stacked column per rank: compute, exposed communication, unexplained and idle time, the
-slowest marked; a table of every rank, collapsed above :data:`ALL_RANKS_OPEN_UP_TO` ranks
+slowest marked; a table of every rank, collapsed above :data:`ALL_RANKS_UP_TO` ranks
 behind one of the slowest, median and fastest). Their numbers are ``report.json``'s
 ``job`` entry (:class:`chakra.views.job.JobSummary`) and ``ranks``; the page stays the same
 height however many ranks the job has, but for the one-line summaries of collapsed
@@ -13,10 +13,9 @@ from __future__ import annotations
 from html import escape
 
 from chakra.views.html_numbers import RATIO, SIGNED, US, At, table, text_cell
+from chakra.views.job import ALL_RANKS_UP_TO
 from chakra.views.svg_charts import PALETTE, Column, Part, change_bars, stacked_columns
 
-#: A job of up to this many ranks shows its full rank table open.
-ALL_RANKS_OPEN_UP_TO = 16
 #: The parts of a rank's time, as ``report.json``'s ``job.ranks`` names them, and colours.
 SHARES = (("compute", PALETTE[2]), ("communication", PALETTE[1]),
           ("unexplained", "#8c8c8c"), ("idle", "#d9d9d9"))  # fmt: skip
@@ -108,7 +107,7 @@ def _what_if(doc: At) -> str:
 
 def rank_comparison(doc: At) -> str:
     """Every rank side by side (``<section id="ranks">``): a stacked column chart of where
-    its time went and a table of every rank; above :data:`ALL_RANKS_OPEN_UP_TO` ranks that
+    its time went and a table of every rank; above :data:`ALL_RANKS_UP_TO` ranks that
     table is collapsed (a ``<details>``) and one of the slowest, median and fastest ranks
     stands before it."""
     job, ranks = doc["job"], doc["ranks"].items()
@@ -129,12 +128,12 @@ def rank_comparison(doc: At) -> str:
     )
     picked = [(entry, shares[k] if k < len(shares) else At(None)) for k, entry in
               enumerate(ranks) if entry["rank"].value in marks]  # fmt: skip
-    if len(ranks) > ALL_RANKS_OPEN_UP_TO and picked:  # else every rank is open below
+    if len(ranks) > ALL_RANKS_UP_TO and picked:  # else every rank is open below
         rows = [_rank_row(e, s, marks) for e, s in picked]
         parts.append(table(RANK_HEADERS, rows, caption="the slowest, median and fastest ranks"))
     every = [_rank_row(e, shares[k] if k < len(shares) else At(None), marks)
              for k, e in enumerate(ranks)]  # fmt: skip
-    opened = " open" if len(ranks) <= ALL_RANKS_OPEN_UP_TO else ""
+    opened = " open" if len(ranks) <= ALL_RANKS_UP_TO else ""
     parts.append(
         f"<details{opened}><summary>every rank ({len(ranks)})</summary>"
         f"{table(RANK_HEADERS, every)}</details></section>"

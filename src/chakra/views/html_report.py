@@ -22,11 +22,12 @@ from typing import Any, Optional
 from chakra.fileio import AtomicGroup, atomic_output
 from chakra.fileio.location import Location
 from chakra.views.busy import BusySeries
-from chakra.views.html_job import ALL_RANKS_OPEN_UP_TO, job_section, rank_comparison
+from chakra.views.html_job import job_section, rank_comparison
 from chakra.views.html_numbers import EXAMPLES, At, format_value, table, text_cell
 from chakra.views.html_rank import rank_section
+from chakra.views.job import ALL_RANKS_UP_TO
 
-#: Above ALL_RANKS_OPEN_UP_TO ranks, each rank's section lists this many top kernels,
+#: Above ALL_RANKS_UP_TO ranks, each rank's section lists this many top kernels,
 #: critical-path segments and names (report.json holds more), to bound the page's size.
 LIMITED_ROWS = 5
 STYLE = """
@@ -56,7 +57,7 @@ def render_report_html(
     ``job`` and, when what-if scenarios ran, ``what_if``); ``busy`` adds the busy-fraction
     charts of its ranks (matched by rank number); ``title`` names the job (escaped). Only
     the slowest rank's section is open (the first rank's without a ``job`` entry); above
-    ``ALL_RANKS_OPEN_UP_TO`` ranks the others list only :data:`LIMITED_ROWS` rows."""
+    ``ALL_RANKS_UP_TO`` ranks the others list only :data:`LIMITED_ROWS` rows."""
     doc = At(report)
     ranks = doc["ranks"].items()
     by_rank = {r.rank: r for r in busy.ranks} if busy is not None else {}
@@ -69,7 +70,7 @@ def render_report_html(
              '<a href="#rank-details">each rank</a>',
              '<a href="#numbers">how numbers are shown</a>']  # fmt: skip
     heading = escape(title or "Chakra pipeline report")
-    limited = None if len(ranks) <= ALL_RANKS_OPEN_UP_TO else LIMITED_ROWS
+    limited = None if len(ranks) <= ALL_RANKS_UP_TO else LIMITED_ROWS
     sections = []
     for r in ranks:
         opened = r["rank"].value == slowest

@@ -51,6 +51,11 @@ class ScenarioChange(msgspec.Struct, frozen=True):
     note: Optional[str] = None
 
 
+#: Up to this many ranks the terminal summary, ``utilisation.png`` and report.html list every
+#: rank; above it they pick the slowest, median and fastest (:meth:`JobSummary.featured_ranks`).
+ALL_RANKS_UP_TO = 16
+
+
 class JobSummary(msgspec.Struct, frozen=True):
     """The job in one place. ``simulated_makespan_us``: the slowest rank's replay
     makespan (``slowest_rank``); ``measured_makespan_us`` the slowest measured one
@@ -71,6 +76,10 @@ class JobSummary(msgspec.Struct, frozen=True):
     measured_slowest_rank: Optional[int]
     ranks: list[RankShare]
     what_if: list[ScenarioChange]
+
+    def featured_ranks(self) -> tuple[int, ...]:
+        """The slowest, median and fastest rank, ascending (fewer when they coincide)."""
+        return tuple(sorted({self.slowest_rank, self.median_rank, self.fastest_rank}))
 
 
 def rank_share(result: SimResult, position: int) -> RankShare:
