@@ -11,7 +11,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from types import FrameType
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from chakra.errors import ChakraError, Terminated, UsageError
 
@@ -77,19 +77,36 @@ def run_tool(
 def sigterm_interrupts() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`~chakra.errors.Terminated` in the main thread,
     so it unwinds like Ctrl-C (Python's default for SIGTERM is to die on the spot, leaving
-    temporaries), and Ctrl-C raises ``KeyboardInterrupt``; after it, both handlers are as
+    temporaries), and Ctrl-C raises ``KeyboardInterrupt`` (also when the interpreter
+    swallowed it in a ``__del__`` or weakref callback: raised when the block ends); after it,
+    both handlers are as
     before (a console script's early guard, :func:`chakra.cli.launch.install_guard`). Only
     the main thread can set handlers: elsewhere the block runs as is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    swallowed: list[BaseException] = []
+    unraisable_hook = sys.unraisablehook
+
+    def keep_interrupts(unraisable: Any) -> None:
+        # a signal that lands in a __del__ or weakref callback is "ignored" there by the
+        # interpreter (a traceback, and the tool goes on): keep it to end the block with
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            swallowed.append(unraisable.exc_value)
+        else:
+            unraisable_hook(unraisable)
+
     previous = {
         signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
         signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated),
     }
+    sys.unraisablehook = keep_interrupts
     try:
         yield
+        if swallowed:
+            raise swallowed[0]
     finally:
+        sys.unraisablehook = unraisable_hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
