@@ -47,6 +47,22 @@ def test_both_interfaces_write_the_same_file(et_plus: Path, tmp_path: Path) -> N
     assert nodes and "wrote" in log.read_text()
 
 
+@pytest.mark.parametrize("after", [False, True], ids=["before", "after"])
+def test_log_options_on_either_side_of_the_subcommand(
+    et_plus: Path, tmp_path: Path, after: bool
+) -> None:
+    """``--log-level``/``--log-filename`` before ``PyTorch`` (the reference's place) or after
+    it (where the other tools take them): both work, and a level given before is not reset
+    by the subcommand (at the default level, stderr and the log say "wrote ...")."""
+    log = tmp_path / "conv.log"
+    options = ["--log-level", "ERROR", "--log-filename", str(log)]
+    paths = ["--input", str(et_plus), "--output", str(tmp_path / "o.et")]
+    args = ["PyTorch", *paths, *options] if after else [*options, "PyTorch", *paths]
+    result = converter(*args)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "" and log.read_text() == ""
+
+
 def test_validate_flag(et_plus: Path, tmp_path: Path) -> None:
     result = converter("PyTorch", "--input", str(et_plus), "--output", str(tmp_path / "v.et"),
                        "--validate")  # fmt: skip

@@ -162,8 +162,8 @@ def _trial(script: str, argv: list[str], stop: signal.Signals, ready_s: Optional
         _, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
-    if not sent:
-        return "finished"
+    if not sent:  # its work must have succeeded (a usage error also ends before any signal)
+        return "finished" if process.returncode == 0 else f"{script}: {stderr!r}"
     if ready_s is not None and process.returncode in (0, -stop) and not stderr:
         # the signal came as the interpreter exited after the tool's work (the guard was
         # set, so it was not starting): CPython runs no Python handler then and restores

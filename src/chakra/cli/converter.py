@@ -75,12 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert ET+ JSON into a Chakra ET (.et) graph.",
         allow_abbrev=False,  # else "PyTorch --input" is taken for the flat --input_* flags
     )
-    parser.add_argument(
-        "--log-filename",
-        "--log_filename",
-        dest="log_filename",
-        help="also write the log to this file (replaced when the tool ends)",
-    )
+    _add_log_options(parser, None)
     parser.add_argument("--input_type", help="0.0.4 interface: PyTorch or Text")
     parser.add_argument("--input_filename", help="0.0.4 interface: input file")
     parser.add_argument("--output_filename", help="0.0.4 interface: output file")
@@ -88,12 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num_passes", type=arg_types.passes, help="0.0.4 interface, Text only")
     _add_budget_options(parser, None)
     _add_pytorch_options(parser)
-    add_log_level_option(parser)
     commands = parser.add_subparsers(dest="command")
     pytorch = commands.add_parser("PyTorch", help="ET+ JSON -> Chakra ET")
     pytorch.add_argument("--input", required=True, help="ET+ JSON (chakra_trace_link output)")
     pytorch.add_argument("--output", required=True, help=".et file to write (.gz compresses)")
     _add_pytorch_options(pytorch)
+    _add_log_options(pytorch, argparse.SUPPRESS)
     text = commands.add_parser("Text", help="ASTRA-sim text workload -> <output>.<npu>.et")
     text.add_argument("--input", required=True, help="ASTRA-sim text workload (.txt)")
     text.add_argument(
@@ -114,7 +109,21 @@ def build_parser() -> argparse.ArgumentParser:
         "per file)",
     )
     _add_budget_options(text, argparse.SUPPRESS)  # not over the flat interface's value
+    _add_log_options(text, argparse.SUPPRESS)
     return parser
+
+
+def _add_log_options(parser: argparse.ArgumentParser, default: Optional[str]) -> None:
+    """--log-filename and --log-level, before or after the subcommand (a subcommand's
+    parser passes ``argparse.SUPPRESS``: it sets them only when given there)."""
+    parser.add_argument(
+        "--log-filename",
+        "--log_filename",
+        dest="log_filename",
+        default=default,
+        help="also write the log to this file (replaced when the tool ends)",
+    )
+    add_log_level_option(parser, "INFO" if default is None else default)
 
 
 def _add_budget_options(parser: argparse.ArgumentParser, default: Optional[str]) -> None:

@@ -18,11 +18,13 @@ from chakra.errors import ChakraError, Terminated, UsageError
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
-def add_log_level_option(parser: argparse.ArgumentParser) -> None:
+def add_log_level_option(parser: argparse.ArgumentParser, default: str = "INFO") -> None:
+    """``--log-level``; a subcommand's parser passes ``argparse.SUPPRESS`` so that the
+    option is taken on either side of the subcommand without one overriding the other."""
     parser.add_argument(
         "--log-level",
         dest="log_level",
-        default="INFO",
+        default=default,
         type=str.upper,
         choices=LOG_LEVELS,
         help="how much to report on stderr (default: INFO)",
