@@ -103,6 +103,37 @@ def test_stream_idle_causes() -> None:
         assert stream.unattributed_us == stream.peer_rank_us == 0
 
 
+def _delay_after(gpu_last: bool) -> list:
+    """cpu 1 (measured 0-10) launches kernel 2 (stream 7, 10-40); cpu 4 (from 10) launches
+    kernel 3 (stream 8), which also waits for kernel 2 (an inferred cross-stream edge) and
+    started 15 after the later of them: after kernel 2 (``gpu_last``: cpu 4 runs 10-20),
+    or after its launch (cpu 4 runs 10-50)."""
+    cpu = 10 if gpu_last else 40
+    nodes = [node(1, 10), node(2, 30, (1,), stream=7), node(4, cpu, (1,)),
+             delay(5, 15, (4, 2)), node(3, 20, (5,), stream=8)]  # fmt: skip
+    waited = max(10 + cpu, 40)
+    for item, start in zip(nodes, (0, 10, 10, waited, waited + 15)):
+        item.start_time_micros = start
+    return nodes
+
+
+@pytest.mark.parametrize("gpu_last", [True, False], ids=["after-gpu", "after-launch"])
+def test_a_delay_after_gpu_work_is_unexplained_not_launch_latency(gpu_last: bool) -> None:
+    """A ``[delay]`` before a kernel is launch latency only when what it followed is the
+    launch; after another stream's kernel (an event wait or an inferred edge: the wake-up
+    of a wait) the trace does not explain it. Typed critical path and stream idle agree."""
+    engine = run(_delay_after(gpu_last))
+    path = typed_critical_path(engine, 0)
+    eight = {s.stream: s for s in stream_idle(engine, 0, meeting_begins(engine))}[
+        "device 0 stream 8"]  # fmt: skip
+    if gpu_last:  # cpu 1 0-10, kernel 2 10-40, delay 40-55, kernel 3 55-75
+        assert (path.unexplained_us, path.launch_us, path.gpu_us) == (15, 0, 50)
+        assert (eight.unexplained_us, eight.launch_delay_us, eight.other_stream_us) == (15, 0, 40)
+    else:  # cpu 1 0-10, cpu 4 10-50, delay 50-65, kernel 3 65-85
+        assert (path.unexplained_us, path.launch_us, path.cpu_us) == (0, 15, 50)
+        assert (eight.unexplained_us, eight.launch_delay_us, eight.cpu_launch_us) == (0, 15, 50)
+
+
 def test_peer_rank_wait_inside_a_collective() -> None:
     # rank 0 arrives at 10, rank 1 at 40: both end at 40 + 20
     engine = run([node(1, 10), node(2, 20, (1,), stream=8, coll="g")],

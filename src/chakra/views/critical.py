@@ -10,8 +10,8 @@ from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
 
 CPU, GPU, COMMUNICATION, LAUNCH = "cpu", "gpu", "communication", "launch"
-#: measured time the graph does not explain: ``[idle]`` gaps, ``[delay]`` nodes before
-#: anything but a GPU node
+#: measured time the graph does not explain: ``[idle]`` gaps, ``[delay]`` nodes other than
+#: launch latency (:func:`is_launch_delay`)
 UNEXPLAINED = "unexplained"
 KINDS = (CPU, GPU, COMMUNICATION, LAUNCH, UNEXPLAINED)
 
@@ -57,16 +57,42 @@ def _on_gpu(graph: SimGraph, node: int) -> bool:
     return graph.resources[slot].is_gpu
 
 
+def is_launch_delay(graph: SimGraph, node: int) -> bool:
+    """Whether the ``[delay]`` node ``node`` is launch latency: a GPU node waits on it and
+    the dependency measured to end last before it (where it begins) is the host op that
+    launched it. A delay after GPU work (its stream predecessor, another stream's op by an
+    event wait or an inferred edge) is time the trace does not explain. Without measured
+    times, a delay after host ops alone is launch latency."""
+    succs = graph.succs
+    rows = range(graph.succ_start[node], graph.succ_start[node + 1])
+    if not any(_on_gpu(graph, succs[k]) for k in rows):
+        return False
+    latest, last_end = -1, float("-inf")
+    preds, factors = graph.preds, graph.duration_factor
+    rows = range(graph.pred_start[node], graph.pred_start[node + 1])
+    for k in rows:
+        pred = preds[k]
+        begin = graph.measured_start_us[pred]
+        if begin < 0:
+            continue
+        duration = graph.duration_us[pred]
+        if factors is not None and factors[pred]:  # a what-if's factor: the measured end
+            duration /= factors[pred]
+        if begin + duration > last_end:
+            latest, last_end = pred, begin + duration
+    if latest < 0:
+        return not any(_on_gpu(graph, preds[k]) for k in rows)
+    return not _on_gpu(graph, latest)
+
+
 def node_kind(graph: SimGraph, node: int) -> str:
-    """The :data:`KINDS` entry of one node: a ``[delay]`` is launch latency when a GPU node
-    waits on it, unexplained otherwise; an ``[idle]`` gap is unexplained."""
+    """The :data:`KINDS` entry of one node: a ``[delay]`` is launch latency when
+    :func:`is_launch_delay`, unexplained otherwise; an ``[idle]`` gap is unexplained."""
     if node in graph.comm:
         return COMMUNICATION
     name = graph.names[node]
     if name == DELAY:
-        succs = graph.succs
-        rows = range(graph.succ_start[node], graph.succ_start[node + 1])
-        return LAUNCH if any(_on_gpu(graph, succs[k]) for k in rows) else UNEXPLAINED
+        return LAUNCH if is_launch_delay(graph, node) else UNEXPLAINED
     if name == IDLE:
         return UNEXPLAINED
     return GPU if _on_gpu(graph, node) else CPU

@@ -30,8 +30,8 @@ KIND_LABELS = {"cpu": "CPU-bound (host ops)", "gpu": "GPU-bound (compute kernels
                "communication": "communication-bound",
                "launch": "launch-bound (launch latency)",
                "unexplained": "unexplained-bound ([idle]/[delay])"}  # fmt: skip
-IDLE_CAUSES = ("cpu_launch_us", "launch_delay_us", "other_stream_us", "peer_rank_us", "tail_us",
-               "unattributed_us")  # fmt: skip
+IDLE_CAUSES = ("cpu_launch_us", "launch_delay_us", "unexplained_us", "other_stream_us",
+               "peer_rank_us", "tail_us", "unattributed_us")  # fmt: skip
 
 
 def rank_section(
@@ -205,7 +205,8 @@ def _stream_idle(views: At) -> str:
         for s in streams
     ]
     headers = ["stream", "busy µs", "idle µs", "waiting on CPU", "launch delay",
-               "other stream", "peer rank", "tail", "unattributed"]  # fmt: skip
+               "unexplained delay", "other stream", "peer rank", "tail",
+               "unattributed"]  # fmt: skip
     return (
         "<h3>GPU stream idle time by cause</h3>"
         + table(headers, rows)

@@ -2,10 +2,11 @@
 
 A gap on a stream ends when its next node starts; that node's *binding* dependency (the
 one that ended exactly then) names the cause: a host thread (the CPU had not launched it
-yet), a ``[delay]`` node (launch latency measured between the launch and the kernel; the
-part of the gap before the delay began goes to what the delay waited for), a node on
-another stream. Time a collective spends on its stream waiting for the last rank
-to arrive counts as idle too, waiting on a peer rank."""
+yet), a ``[delay]`` node (launch latency measured between the launch and the kernel, or,
+after GPU work, a wait the trace does not explain; the part of the gap before the delay
+began goes to what the delay waited for), a node on another stream. Time a collective
+spends on its stream waiting for the last rank to arrive counts as idle too, waiting on a
+peer rank."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 from chakra.simulate.analysis import DELAY
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
+from chakra.views.critical import is_launch_delay
 
 TOLERANCE_US = 1e-9
 
@@ -25,10 +27,12 @@ class StreamIdle(msgspec.Struct, frozen=True):
     """One GPU stream of one rank over the rank's step (µs): ``busy_us`` running work
     (a collective's wait for peers excluded) and ``idle_us`` the rest, which sum to the
     makespan. ``idle_us`` is the sum of its causes: ``cpu_launch_us`` (waiting on a host
-    op), ``launch_delay_us`` (on a ``[delay]`` node), ``other_stream_us`` (on a node of
-    another stream), ``peer_rank_us`` (inside a collective, for the other ranks),
-    ``tail_us`` (after the stream's last node) and ``unattributed_us`` (no dependency ended
-    when the gap did, e.g. before the rank's first node)."""
+    op), ``launch_delay_us`` (on a ``[delay]`` after the launch), ``unexplained_us`` (on a
+    ``[delay]`` after GPU work: :func:`~chakra.views.critical.is_launch_delay`),
+    ``other_stream_us`` (on a node of another stream), ``peer_rank_us`` (inside a
+    collective, for the other ranks), ``tail_us`` (after the stream's last node) and
+    ``unattributed_us`` (no dependency ended when the gap did, e.g. before the rank's first
+    node)."""
 
     rank: int
     stream: str
@@ -40,6 +44,7 @@ class StreamIdle(msgspec.Struct, frozen=True):
     peer_rank_us: float
     tail_us: float
     unattributed_us: float
+    unexplained_us: float = 0.0
 
 
 def meeting_begins(result: SimResult) -> dict[tuple[str, int], float]:
@@ -77,8 +82,8 @@ def _binding(graph: SimGraph, start: Any, end: Any, node: int) -> int:
 def _attribute(graph: SimGraph, start: Any, end: Any, node: int, cursor: float,
                causes: dict[str, float]) -> None:  # fmt: skip
     """Add the gap from ``cursor`` to the start of ``node`` to ``causes``. Through a chain of
-    ``[delay]`` nodes, the part a delay covers is launch delay and the part before it goes
-    to what the delay waited for."""
+    ``[delay]`` nodes, the part a delay covers is launch delay (or unexplained) and the part
+    before it goes to what the delay waited for."""
     until = start[node]
     while until - cursor > TOLERANCE_US:
         pred = _binding(graph, start, end, node)
@@ -88,7 +93,8 @@ def _attribute(graph: SimGraph, start: Any, end: Any, node: int, cursor: float,
         slot = graph.resource[pred]
         if graph.names[pred] == DELAY and slot == NO_RESOURCE:
             since = max(start[pred], cursor)
-            causes["launch_delay_us"] += until - since
+            cause = "launch_delay_us" if is_launch_delay(graph, pred) else "unexplained_us"
+            causes[cause] += until - since
             until, node = since, pred
             continue
         thread = slot == NO_RESOURCE or graph.resources[slot].is_thread
@@ -115,7 +121,8 @@ def stream_idle(
         nodes = np.flatnonzero(resource == slot)
         nodes = nodes[np.lexsort((ends[nodes], starts[nodes]))]
         causes = dict.fromkeys(("cpu_launch_us", "launch_delay_us", "other_stream_us",
-                                "peer_rank_us", "unattributed_us"), 0.0)  # fmt: skip
+                                "peer_rank_us", "unattributed_us", "unexplained_us"),
+                               0.0)  # fmt: skip
         cursor, busy = origin, 0.0
         for node in nodes.tolist():
             _attribute(graph, start, end, node, cursor, causes)
