@@ -48,6 +48,7 @@ from chakra.errors import ChakraError, PathLike
 from chakra.et.attributes import set_attr
 from chakra.et.contradictions import set_contradictions
 from chakra.et.schema import GlobalMetadata, Node, NodeType
+from chakra.et.threads import set_threads
 from chakra.et.writer import write_et
 from chakra.fileio import AtomicGroup
 from chakra.ingest.json_input import gc_paused
@@ -116,6 +117,8 @@ def _metadata(trace: EtPlusTrace, report: ConvertReport, options: ConvertOptions
     set_attr(metadata, "producer", "chakra_converter")
     set_attr(metadata, "producer_version", chakra.__version__)
     set_contradictions(metadata, report.contradictions)
+    if trace.link is not None:
+        set_threads(metadata, trace.link.threads)
     return metadata
 
 

@@ -9,6 +9,7 @@ from typing import Any, Optional, Union
 import msgspec
 
 from chakra.errors import PathLike
+from chakra.et.threads import RecordedThread
 from chakra.ingest.edges import Edge
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.host_model import HostAttr
@@ -96,6 +97,9 @@ class LinkInfo(msgspec.Struct, frozen=True, gc=False):
     rank: Optional[int] = None
     dependencies: list[Edge] = []
     report: Optional[LinkSummary] = None
+    #: the replay threads' Kineto threads (:mod:`chakra.link.thread_map`); empty in ET+
+    #: from before it was written
+    threads: list[RecordedThread] = []
 
 
 class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):

@@ -26,6 +26,7 @@ from chakra.ingest.host_model import STANDARD_ATTR_TYPES, HostOp
 from chakra.ingest.json_input import gc_paused
 from chakra.link.linked_trace import GpuNode, LinkedTrace
 from chakra.link.report import report_fields
+from chakra.link.thread_map import thread_map
 from chakra.link.writable import check_writable, process_root_id
 from chakra.progress import tracked
 
@@ -168,6 +169,7 @@ def _metadata(linked: LinkedTrace) -> dict[str, Any]:
         "rank": linked.device.rank,
         "report": report_fields(linked.report),
         "dependencies": linked.edges,  # ET+ names and order: chakra.ingest.edges.Edge
+        "threads": thread_map(linked),
     }
 
 
@@ -205,5 +207,5 @@ def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
     host = linked.host
     nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
     summary = LinkSummary(contradictions=dict(linked.report.contradictions))
-    link = LinkInfo(FORMAT, linked.device.rank, list(linked.edges), summary)
+    link = LinkInfo(FORMAT, linked.device.rank, list(linked.edges), summary, thread_map(linked))
     return EtPlusTrace.of(host.path, host, nodes, link)

@@ -21,19 +21,24 @@ enclosing slice's end is cut there (``args.cut_ns``).
 
 An op's slice on the simulated process carries its stream, input shapes, simulated and
 measured µs and dependency counts (:mod:`chakra.simulate.timeline_args`); the measured
-process's slices carry ``node_id`` alone. Flows between tracks and across ranks:
+process's slices carry ``node_id`` alone. A thread's track is named after the Kineto thread
+it was recorded on (``thread 2 · thread 9001 (pt_gloo_runloop)``) when its ``.et`` records it
+(:mod:`chakra.et.threads`). Flows between tracks and across ranks:
 :mod:`chakra.simulate.timeline_flows`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import msgspec
 
+from chakra.et.reader import EtReader
+from chakra.et.threads import RecordedThread, get_threads
 from chakra.fileio.json_document import JsonDocument
+from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.simulate.analysis import critical_chain
 from chakra.simulate.meeting import START_RESOLUTION_US
 from chakra.simulate.resources import device_count
@@ -116,8 +121,11 @@ def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, in
         },
     ]
     devices = device_count(graph.resources)
+    recorded = recorded_threads(graph.source)
     for k, res in enumerate(graph.resources):
-        events += _thread_meta(pid, k, res.track_label(devices))
+        thread = recorded.get(res.number) if res.is_thread else None
+        label = thread.track_name() if thread is not None else res.track_label(devices)
+        events += _thread_meta(pid, k, label)
     slices = whole_ops(graph, spans) if not segments else _single(graph, spans)
     slices, lanes = _pack_unheld(slices, len(graph.resources))
     for lane in range(lanes):
@@ -125,6 +133,15 @@ def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, in
     for piece in nest(slices):
         events.append(_slice_event(graph, pid, piece, facts))
     return events
+
+
+def recorded_threads(source: str) -> Mapping[object, RecordedThread]:
+    """The Kineto threads the ``.et`` file ``source`` records for its replay threads, by
+    ``tid`` (:mod:`chakra.et.threads`); none for graphs from elsewhere."""
+    if not source or sniff_kind(source) is not TraceKind.CHAKRA_ET:
+        return {}
+    with EtReader(source) as reader:
+        return {thread.tid: thread for thread in get_threads(reader.metadata, source)}
 
 
 def _thread_meta(pid: int, tid: int, name: str) -> list[dict[str, Any]]:
