@@ -157,3 +157,54 @@ def test_terminal_says_what_bounds_the_slowest_rank_and_what_freeing_it_gives(
     before = simulate(graphs).makespans()[slowest["rank"]]
     after = what_if(graphs, [ScaleRule.parse("compute@class:gpu=0")]).makespans()
     assert at_most == pytest.approx(100.0 * (after[slowest["rank"]] / before - 1), abs=0.01)
+
+
+def _timeline_ranks(folder: Path) -> set[int]:
+    """The ranks of timeline.json's simulated processes, from their names."""
+    events = json.loads((folder / "timeline.json").read_text())["traceEvents"]
+    names = [e["args"]["name"] for e in events if e.get("name") == "process_name"]
+    return {int(n.split()[1]) for n in names if n.endswith("(simulated)")}
+
+
+def test_the_timeline_shows_the_slowest_median_and_fastest_ranks(job: Any) -> None:
+    """Above 16 ranks, timeline.json shows the ranks utilisation.png draws (all 64 were
+    hundreds of MB at 1,000 ops per step), report.json says which, and no flow starts or
+    ends on a rank it does not show."""
+    out, _, report = job
+    by_makespan = sorted(report["ranks"], key=lambda r: (r["simulation"]["simulated_makespan_us"],
+                                                         r["rank"]))  # fmt: skip
+    slowest, fastest = by_makespan[-1]["rank"], by_makespan[0]["rank"]
+    shown = _timeline_ranks(out)
+    assert report["timeline_ranks"] == sorted(shown)
+    assert {slowest, fastest} <= shown and len(shown) <= 3
+    events = json.loads((out / "timeline.json").read_text())["traceEvents"]
+    measured = {RANKS + r for r in shown}  # a measured process's pid: past every rank
+    assert {e["pid"] for e in events} <= shown | measured
+    flows = [e for e in events if e["ph"] in "sf"]
+    assert flows and {e["pid"] for e in flows} <= shown
+
+
+def test_every_rank_or_the_ranks_asked_for(job: Any, tmp_path: Path) -> None:
+    out, _, _ = job
+    traces = out.parent / "traces"
+    for choice, expected in (("all", set(range(RANKS))), ("5,2,63", {2, 5, 63})):
+        with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as done:
+            main(["--trace-dir", str(traces), "--output-dir", str(tmp_path / choice), "-j", "2",
+                  "--no-plot", "--no-html", "--what-if", "none=gpu=1", "--timeline-ranks",
+                  choice, "--log-level", "WARNING"])  # fmt: skip
+        assert done.value.code == 0
+        assert _timeline_ranks(tmp_path / choice) == expected
+
+
+@pytest.mark.parametrize("choice", ["64", "two", "-1", ""])
+def test_a_rank_not_in_the_job_is_a_usage_error(
+    job: Any, tmp_path: Path, capsys: pytest.CaptureFixture, choice: str
+) -> None:
+    out, _, _ = job
+    with pytest.raises(SystemExit) as done:
+        main(["--trace-dir", str(out.parent / "traces"), "--output-dir", str(tmp_path / "o"),
+              "--timeline-ranks", choice])  # fmt: skip
+    assert done.value.code == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said[-1].startswith("chakra_pipeline: error: ") and "timeline-ranks" in said[-1]
+    assert not (tmp_path / "o").exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Optional
+from typing import Optional, Union
 
 from chakra.cli import arg_types
 from chakra.cli.runner import add_log_level_option, run_tool
@@ -18,9 +18,11 @@ from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link import LinkOptions
 from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.inputs import ranks_in_folders
+from chakra.pipeline.outputs import TIMELINE_ALL, TIMELINE_AUTO
 from chakra.pipeline.resume import ET_PREFIX
 from chakra.pipeline.run import summary_text
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario
+from chakra.views.job import ALL_RANKS_UP_TO
 
 
 def _scenario(text: str) -> Scenario:
@@ -31,6 +33,19 @@ def _scenario(text: str) -> Scenario:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--what-if ")) from exc
 
 
+def _timeline_ranks(text: str) -> Union[str, list[int]]:
+    """argparse's type for --timeline-ranks: auto, all or comma-separated rank ids."""
+    if text in (TIMELINE_AUTO, TIMELINE_ALL):
+        return text
+    try:
+        ranks = [int(part) for part in text.split(",")]
+    except ValueError:
+        ranks = []
+    if not ranks or min(ranks) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: auto, all or rank ids (0,3,7)")
+    return ranks
+
+
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
     """The options that choose the job-wide outputs: plot, page and what-if scenarios."""
     parser.add_argument("--no-plot", action="store_true", help="skip the utilisation plot")
@@ -38,6 +53,16 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         "--no-html",
         action="store_true",
         help="skip report.html (report.json as a self-contained page)",
+    )
+    parser.add_argument(
+        "--timeline-ranks",
+        type=_timeline_ranks,
+        default=TIMELINE_AUTO,
+        metavar="auto|all|R[,R...]",
+        help=f"the ranks timeline.json shows: auto (default: every rank up to "
+        f"{ALL_RANKS_UP_TO}, else the slowest, median and fastest, as utilisation.png; a "
+        "64-rank timeline of every rank is hundreds of MB, which Perfetto's UI loads into "
+        "memory), all, or rank ids",
     )
     defaults = ", ".join(
         f"'{s.name}={','.join(r.text for r in s.rules)}'" for s in DEFAULT_SCENARIOS
@@ -233,6 +258,7 @@ def _run(args: argparse.Namespace) -> None:
         process_group_metadata=args.process_group_metadata,
         what_if=scenarios,
         html=not args.no_html,
+        timeline_ranks=args.timeline_ranks,
     )
     if result.reused:
         print(

@@ -46,7 +46,7 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import wait
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import msgspec
 
@@ -66,8 +66,10 @@ from chakra.pipeline.outputs import (
     PLOT,
     REPORT,
     TIMELINE,
+    TIMELINE_AUTO,
     OutputOptions,
     agreement_entry,
+    checked_timeline_ranks,
     write_outputs,
 )
 from chakra.pipeline.rank_report import RankReport, rank_reports
@@ -254,6 +256,7 @@ def run_pipeline(
     scheduler: Optional[str] = None,
     what_if: Optional[Sequence[Scenario]] = None,
     html: bool = True,
+    timeline_ranks: Union[str, Sequence[int]] = TIMELINE_AUTO,
 ) -> PipelineResult:
     """Run every stage for ``ranks`` (simulated together, so collectives meet) and write
     the outputs; raises ChakraError naming the rank and file at the first failure.
@@ -276,13 +279,16 @@ def run_pipeline(
     ``et_prefix``, ``process_group_metadata``: see the module doc and ``ConvertOptions``.
     ``what_if``: scenarios run after the replay (one more simulation each); None runs
     :data:`~chakra.simulate.scenarios.DEFAULT_SCENARIOS`, an empty list none. ``plot`` and
-    ``html``: write ``utilisation.png`` and ``report.html``.
+    ``html``: write ``utilisation.png`` and ``report.html``. ``timeline_ranks``: the ranks
+    ``timeline.json`` shows (:class:`~chakra.pipeline.outputs.OutputOptions`).
     """
     if not et_prefix or "/" in et_prefix:
         raise ChakraError(f"--et-prefix {et_prefix!r}: a file name prefix, without '/'")
     if not ranks:
         raise ChakraError("no ranks to process")
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
+    shown = checked_timeline_ranks(timeline_ranks, [files.rank for files in ranks])
+    outputs = OutputOptions(plot, html, None if what_if is None else tuple(what_if), shown)
     output_dir = location(output_dir)
     _check_inputs(ranks)
     _refuse_overwriting(ranks, output_dir, et_prefix)
@@ -294,12 +300,12 @@ def run_pipeline(
     with output_folder(output_dir):  # a fresh folder: removed when the run fails
         if isinstance(output_dir, Path):
             remove_stale_temporaries(output_dir)
-        return _stages(ranks, output_dir, rank_options, execution, plot, html, what_if)
+        return _stages(ranks, output_dir, rank_options, execution, outputs)
 
 
 def _stages(
     ranks: list[RankFiles], output_dir: Location, rank_options: RankOptions,
-    execution: Execution, plot: bool, html: bool, what_if: Optional[Sequence[Scenario]],
+    execution: Execution, outputs: OutputOptions,
 ) -> PipelineResult:  # fmt: skip
     """Every stage of :func:`run_pipeline`, into the existing ``output_dir``."""
     et_prefix = rank_options.et_prefix
@@ -311,7 +317,6 @@ def _stages(
     note_rewritten(output_dir, rewritten, et_prefix)
     replay = simulate_files(ets, options=SimOptions(explain=True))
     reports = rank_reports(prepared, replay)
-    scenarios = None if what_if is None else tuple(what_if)
     groups = join(output_dir, f"{et_prefix}.comm_groups.json") if agreement.groups else None
     with AtomicGroup() as job_files:  # the job's files appear together, or none
         if groups is not None:
@@ -321,7 +326,7 @@ def _stages(
             reports,
             agreement_entry(agreement, rewritten),
             output_dir,
-            OutputOptions(plot, html, scenarios),
+            outputs,
             job_files,
         )
     return PipelineResult(

@@ -30,7 +30,7 @@ it was recorded on (``thread 2 · thread 9001 (pt_gloo_runloop)``) when its ``.e
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Optional
 
 import msgspec
@@ -63,25 +63,28 @@ class Slice(msgspec.Struct, frozen=True):
     moved_ns: int = 0
 
 
-def chrome_trace(result: SimResult, compare: bool = False, segments: bool = False) -> JsonDocument:
+def chrome_trace(result: SimResult, compare: bool = False, segments: bool = False,
+                 ranks: Optional[Collection[int]] = None) -> JsonDocument:  # fmt: skip
     """The trace of ``result``, bound for a file (times in µs with nanosecond precision).
     ``compare`` adds the measured processes; ``segments`` shows each node as its own slice
-    instead of whole ops. Linear in nodes and edges, plus a sort per track."""
+    instead of whole ops; ``ranks``: the ranks shown, by rank id (None: all; flows to a
+    rank not shown are left out). Linear in nodes and edges, plus a sort per track."""
     events: list[dict[str, Any]] = []
-    ranks = [graph.rank for graph in result.graphs]
-    base = max(ranks, default=-1) + 1
-    for r, graph in enumerate(result.graphs):
-        start, end = result.start[r], result.end[r]
+    shown = [r for r, graph in enumerate(result.graphs) if ranks is None or graph.rank in ranks]
+    base = max((graph.rank for graph in result.graphs), default=-1) + 1
+    for r in shown:
+        graph, start, end = result.graphs[r], result.start[r], result.end[r]
         spans = [(to_ns(start[i]), to_ns(end[i])) for i in range(len(graph.ids))]
         facts = OpFacts(graph, start, end)
         events += _process(graph, graph.rank, "simulated", spans, segments, facts)
         events += _critical_track(result, r, spans)
     if compare:
-        for r, graph in enumerate(result.graphs):
+        for r in shown:
+            graph = result.graphs[r]
             spans = _measured_spans(result, r)
             if spans is not None:
                 events += _process(graph, base + graph.rank, "measured", spans, segments)
-    events += flow_events(result)
+    events += flow_events(result, None if ranks is None else set(shown))
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 

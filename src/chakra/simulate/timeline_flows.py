@@ -12,6 +12,7 @@ to arrive at a collective (or send/recv) to each other member, across ranks.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Set
 from typing import Any, Optional
 
 from chakra.simulate.resources import Resource
@@ -46,11 +47,14 @@ def edge_kind(source: Resource, target: Resource, same: bool) -> Optional[str]:
     return None if same else "inter-thread"
 
 
-def flow_events(result: SimResult) -> list[dict[str, Any]]:
-    """The ``s``/``f`` event pairs of every flow of ``result`` (after ``run()``); a rank's
-    simulated process has pid = its rank, a resource's track tid = its index."""
+def flow_events(result: SimResult, shown: Optional[Set[int]] = None) -> list[dict[str, Any]]:
+    """The ``s``/``f`` event pairs of every flow of ``result`` (after ``run()``) between the
+    graphs at positions ``shown`` (None: all); a rank's simulated process has pid = its
+    rank, a resource's track tid = its index."""
     events: list[dict[str, Any]] = []
     for r, graph in enumerate(result.graphs):
+        if shown is not None and r not in shown:
+            continue
         for source, target, kind in _edges(graph):
             events += _flow(
                 len(events),
@@ -58,7 +62,7 @@ def flow_events(result: SimResult) -> list[dict[str, Any]]:
                 (graph.rank, graph.resource[source], _mid(result, r, source)),
                 (graph.rank, graph.resource[target], _mid(result, r, target)),
             )
-    for last, other in _meetings(result):
+    for last, other in _meetings(result, shown):
         events += _flow(len(events), "collective", last, other)
     return events
 
@@ -119,8 +123,9 @@ def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
     return out
 
 
-def _meetings(result: SimResult) -> list[tuple[tuple, tuple]]:
-    """(last arrival, other member) as (pid, tid, ns) pairs for every cross-rank meeting."""
+def _meetings(result: SimResult, shown: Optional[Set[int]]) -> list[tuple[tuple, tuple]]:
+    """(last arrival, other member) as (pid, tid, ns) pairs for every cross-rank meeting
+    (between the graphs at positions ``shown``; None: all)."""
     met: dict[CommKey, list[tuple[int, int]]] = defaultdict(list)
     for r, graph in enumerate(result.graphs):
         for node, key in graph.comm.items():
@@ -130,6 +135,10 @@ def _meetings(result: SimResult) -> list[tuple[tuple, tuple]]:
         if len(members) < 2:
             continue
         last = max(members, key=lambda m: (result.start[m[0]][m[1]], m))
+        if shown is not None:  # the arrow starts at the last arrival: both ends shown
+            members = [m for m in members if m[0] in shown]
+            if last not in members:
+                continue
         where = [
             (result.graphs[r].rank, result.graphs[r].resource[n], _mid(result, r, n))
             for r, n in (last, *members)
