@@ -188,6 +188,35 @@ def test_cycle_finder_finds_a_circle() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
+#: What only presentation code does: draw (matplotlib) or write a Chrome/Perfetto trace.
+_PRESENTATION = ("matplotlib", "traceEvents")
+
+
+def _presentation_in(module: Module) -> list[str]:
+    """What in ``module`` is presentation: an import of matplotlib, a Chrome trace key."""
+    imported = [node.module or "" for node in ast.walk(module.tree)
+                if isinstance(node, ast.ImportFrom)]  # fmt: skip
+    imported += [alias.name for node in ast.walk(module.tree) if isinstance(node, ast.Import)
+                 for alias in node.names]  # fmt: skip
+    found = [f"imports {name}" for name in imported if name.split(".")[0] == "matplotlib"]
+    found += [f"writes {node.value!r}" for node in ast.walk(module.tree)
+              if isinstance(node, ast.Constant) and node.value in _PRESENTATION]  # fmt: skip
+    return found
+
+
+def test_the_simulator_holds_no_presentation_code() -> None:
+    """Pictures and timelines live in ``chakra.views`` (issue 32): ``chakra.simulate``
+    computes times, and neither draws nor writes a trace to look at."""
+    found = [f"{m.name}: {what}" for m in MODULES if m.package == "simulate"
+             for what in _presentation_in(m)]  # fmt: skip
+    assert found == []
+
+
+def test_the_presentation_check_sees_a_picture() -> None:
+    assert _presentation_in(BY_NAME["chakra.views.plot"]) != []
+    assert _presentation_in(BY_NAME["chakra.views.timeline"]) != []
+
+
 def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -212,7 +212,7 @@ def preload(modules: Iterable[str]) -> None:
         if not module.endswith(".py"):
             importlib.import_module(f"chakra.cli.{module}")
     for lazy in ("chakra.text", "chakra.et.graph_checks", "chakra.simulate.analysis",
-                 "chakra.ranks.files", "chakra.simulate.plot", "chakra.simulate.run",
+                 "chakra.ranks.files", "chakra.views.plot", "chakra.simulate.run",
                  "chakra.simulate.untimed", "chakra.tools.validate_files"):  # fmt: skip
         importlib.import_module(lazy)
 

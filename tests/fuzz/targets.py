@@ -72,8 +72,8 @@ def build_seeds(folder: Path) -> Seeds:
     from chakra.link.batch import link_files
     from chakra.link.linked_trace import LinkOptions
     from chakra.ranks.files import simulate_agreed
-    from chakra.simulate.timeline import chrome_trace
     from chakra.synth import SynthOptions, generate_job
+    from chakra.views.timeline import chrome_trace
 
     folder.mkdir(parents=True, exist_ok=True)
     synth = folder / "synth"

@@ -22,7 +22,8 @@ from chakra.ingest import load_device_trace, load_host_trace
 from chakra.link import LinkOptions, link_traces
 from chakra.link.et_plus import as_et_plus
 from chakra.simulate import simulate
-from chakra.simulate.run import chrome_trace, load_graph
+from chakra.simulate.run import load_graph
+from chakra.views.timeline import chrome_trace
 from tests.link.test_unrecorded_threads import GLOO, _without_thread
 
 

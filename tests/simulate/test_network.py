@@ -9,7 +9,7 @@ from chakra.et import set_attr
 from chakra.simulate import SimOptions, build_graph, simulate
 from chakra.simulate.engine import Engine
 from chakra.simulate.network import NetworkModel
-from chakra.simulate.run import chrome_trace
+from chakra.views.timeline import chrome_trace
 from tests.simulate.test_engine import node
 
 MB = 1_000_000
@@ -63,7 +63,8 @@ def test_comparison_timeline_has_measured_processes() -> None:
 
 
 def test_utilisation_bins_and_plot(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from chakra.simulate.plot import BINS, plot_utilisation, utilisation
+    from chakra.views.busy import BINS, utilisation
+    from chakra.views.plot import plot_utilisation
 
     # one op busy for the first half of the span: the first half of the bins are full
     bins = utilisation([0.0], [50.0], [0], 0.0, 100.0)

@@ -134,7 +134,7 @@ def _parsed_options(args: argparse.Namespace) -> list[ScaleRule]:
     names a format matplotlib cannot write, is a usage error (before any work). Checked
     here rather than while parsing: the simulator and matplotlib load after the parse."""
     from chakra.simulate import ScaleRule
-    from chakra.simulate.plot import image_format
+    from chakra.views.plot import image_format
 
     rules = []
     for text in args.scale:
@@ -216,8 +216,8 @@ def _write_pictures(args: argparse.Namespace, run: Replay) -> None:
     """The ``--timeline``, ``--plot`` and ``--plot-makespans`` files asked for: all of
     them, or none."""
     from chakra.fileio import AtomicGroup, atomic_output
-    from chakra.simulate.plot import plot_makespans, plot_utilisation
-    from chakra.simulate.run import chrome_trace
+    from chakra.views.plot import plot_makespans, plot_utilisation
+    from chakra.views.timeline import chrome_trace
 
     with AtomicGroup() as group:
         if args.timeline is not None:

@@ -20,12 +20,12 @@ from chakra.fileio.location import Location, join
 from chakra.ingest.json_input import dump_finite
 from chakra.pipeline.rank_report import RankReport
 from chakra.ranks import Agreement
-from chakra.simulate.run import chrome_trace
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario, WhatIf, run_scenarios
 from chakra.simulate.sim_result import SimResult
 from chakra.views.busy import busy_series
 from chakra.views.html_report import write_report_html
 from chakra.views.job import ALL_RANKS_UP_TO, JobSummary, job_summary, rank_shares
+from chakra.views.timeline import chrome_trace
 
 logger = logging.getLogger(__name__)
 #: The job-wide outputs' names in the output folder.
@@ -163,7 +163,7 @@ def _plot(
 ) -> None:  # fmt: skip
     """The utilisation plot (``ranks``: those drawn, None: all), drawn into a local file
     first when ``picture`` is a URL."""
-    from chakra.simulate.plot import plot_utilisation
+    from chakra.views.plot import plot_utilisation
 
     if isinstance(picture, Path):
         plot_utilisation(result, picture, group, ranks)

@@ -18,7 +18,6 @@ from chakra.simulate.rank_order import files_in_rank_order
 from chakra.simulate.replay import SimOptions, simulate
 from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
-from chakra.simulate.timeline import chrome_trace as chrome_trace  # re-exported
 
 GraphBuilder = Callable[[Iterable[Any], int], SimGraph]
 

@@ -4,15 +4,39 @@ draws as SVG without matplotlib)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import msgspec
 import numpy as np
 
 from chakra.simulate.analysis import unexplained_nodes
-from chakra.simulate.plot import BINS, utilisation
 from chakra.simulate.resources import display_order
 from chakra.simulate.sim_result import SimResult
+
+#: the time bins of a busy series (and of utilisation.png's rows)
+BINS = 200
+
+
+def busy_before(edges: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Total busy time of the intervals ``starts[i]:ends[i]`` before each of ``edges``:
+    sum over i of clip(edge - start, 0, end - start). Two sorts and two binary searches."""
+    begins, finishes = np.sort(starts), np.sort(ends)
+    begun = np.r_[0.0, np.cumsum(begins)]
+    finished = np.r_[0.0, np.cumsum(finishes)]
+    k_begun = np.searchsorted(begins, edges, "left")
+    k_done = np.searchsorted(finishes, edges, "left")
+    return (k_begun * edges - begun[k_begun]) - (k_done * edges - finished[k_done])
+
+
+def utilisation(starts: Any, ends: Any, nodes: list[int], origin: float, span: float) -> list:
+    """Busy fraction of one resource in each of ``BINS`` equal time bins of ``span`` µs
+    from ``origin`` (nodes ``nodes`` of the parallel ``starts``/``ends``)."""
+    width = span / BINS if span > 0 else 1.0
+    index = np.asarray(nodes, dtype=np.int64)
+    begin = np.asarray(starts, dtype=np.float64)[index] - origin
+    end = np.asarray(ends, dtype=np.float64)[index] - origin
+    edges = np.arange(BINS + 1, dtype=np.float64) * width
+    return (np.diff(busy_before(edges, begin, end)) / width).tolist()
 
 
 class BusyBand(msgspec.Struct, frozen=True):
@@ -40,7 +64,7 @@ class RankBusy(msgspec.Struct, frozen=True):
 class BusySeries(msgspec.Struct, frozen=True):
     """Every rank on one time axis: ``bins`` equal bins over ``span_us`` µs, from the job's
     first simulated start (simulated) and first measured start (measured); ``span_us`` is
-    the longer of the two spans, as in :func:`chakra.simulate.plot.utilisation_figure`."""
+    the longer of the two spans, as in :func:`chakra.views.plot.utilisation_figure`."""
 
     span_us: float
     bins: int

@@ -1,4 +1,4 @@
-"""What a timeline slice of an op says about it (:mod:`chakra.simulate.timeline`): the
+"""What a timeline slice of an op says about it (:mod:`chakra.views.timeline`): the
 ``args`` Perfetto shows when the slice is selected.
 
 On the simulated process only (the measured process's slices carry ``node_id`` alone, so

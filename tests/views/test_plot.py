@@ -10,16 +10,14 @@ import pytest
 
 from chakra.errors import FileAccessError
 from chakra.simulate import SimOptions, SimResult, build_graph, rank_results, simulate
-from chakra.simulate.plot import (
-    BINS,
+from chakra.views.busy import BINS, busy_before, utilisation
+from chakra.views.plot import (
     UNEXPLAINED_HATCH,
     PlotFormatError,
-    busy_before,
     image_format,
     makespan_figure,
     plot_makespans,
     plot_utilisation,
-    utilisation,
     utilisation_figure,
 )
 from tests.simulate.test_engine import node

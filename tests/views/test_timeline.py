@@ -13,10 +13,10 @@ import pytest
 
 from chakra.et import EtReader
 from chakra.pipeline import RankFiles, run_pipeline
-from chakra.simulate.run import chrome_trace, simulate_files
-from chakra.simulate.timeline import Slice, nest
+from chakra.simulate.run import simulate_files
 from chakra.synth import SynthOptions, generate_job
-from tests.simulate.timeline_checks import flows, improperly_nested, names
+from chakra.views.timeline import Slice, chrome_trace, nest
+from tests.views.timeline_checks import flows, improperly_nested, names
 
 #: a thread's track adds the name Kineto gave the thread it was recorded on (chakra_synth
 #: names them "thread <tid> (<role>)"), unless none of its ops was recorded (the root's)

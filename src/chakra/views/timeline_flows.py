@@ -1,4 +1,4 @@
-"""Flow arrows of the timeline (:mod:`chakra.simulate.timeline`): the dependency edges
+"""Flow arrows of the timeline (:mod:`chakra.views.timeline`): the dependency edges
 between resources of a simulated run, as Chrome trace flow events.
 
 Flows (``ph`` ``s``/``f``, category ``flow``) on the simulated processes show the

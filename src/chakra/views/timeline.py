@@ -20,11 +20,11 @@ instead (``args.moved_ns`` says by how much), and any other slice that would ove
 enclosing slice's end is cut there (``args.cut_ns``).
 
 An op's slice on the simulated process carries its stream, input shapes, simulated and
-measured µs and dependency counts (:mod:`chakra.simulate.timeline_args`); the measured
+measured µs and dependency counts (:mod:`chakra.views.timeline_args`); the measured
 process's slices carry ``node_id`` alone. A thread's track is named after the Kineto thread
 it was recorded on (``thread 2 · thread 9001 (pt_gloo_runloop)``) when its ``.et`` records it
 (:mod:`chakra.et.threads`). Flows between tracks and across ranks:
-:mod:`chakra.simulate.timeline_flows`.
+:mod:`chakra.views.timeline_flows`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from chakra.simulate.meeting import START_RESOLUTION_US
 from chakra.simulate.resources import device_count
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
-from chakra.simulate.timeline_args import OpFacts
-from chakra.simulate.timeline_flows import flow_events, to_ns, to_us
+from chakra.views.timeline_args import OpFacts
+from chakra.views.timeline_flows import flow_events, to_ns, to_us
 
 _START_RESOLUTION_NS = round(START_RESOLUTION_US * 1000)
 
@@ -112,7 +112,7 @@ def _measured_spans(result: SimResult, r: int) -> Optional[list[tuple[int, int]]
 def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, int]],
              segments: bool, facts: Optional[OpFacts] = None) -> list[dict[str, Any]]:  # fmt: skip
     """Metadata and slices of one process (a rank's simulated or measured schedule);
-    ``facts``: the slices' args beyond ``node_id`` (:mod:`chakra.simulate.timeline_args`)."""
+    ``facts``: the slices' args beyond ``node_id`` (:mod:`chakra.views.timeline_args`)."""
     name = f"rank {graph.rank} ({kind})"
     events = [
         {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}},

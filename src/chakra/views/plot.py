@@ -23,8 +23,8 @@ from chakra.simulate.resources import display_order
 from chakra.simulate.result import RankResult
 from chakra.simulate.sim_graph import SimGraph
 from chakra.simulate.sim_result import SimResult
+from chakra.views.busy import BINS, utilisation
 
-BINS = 200
 #: Height of a resource's band in a utilisation panel (1: bands touch).
 BAND = 0.85
 TIME_LABEL = "time since the job's first start (µs)"
@@ -62,28 +62,6 @@ def save_figure(figure: Any, path: PathLike, group: Optional[AtomicGroup] = None
     fmt = image_format(path)
     with atomic_output(path, group=group) as out:
         figure.savefig(out, format=fmt, dpi=100)
-
-
-def busy_before(edges: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Total busy time of the intervals ``starts[i]:ends[i]`` before each of ``edges``:
-    sum over i of clip(edge - start, 0, end - start). Two sorts and two binary searches."""
-    begins, finishes = np.sort(starts), np.sort(ends)
-    begun = np.r_[0.0, np.cumsum(begins)]
-    finished = np.r_[0.0, np.cumsum(finishes)]
-    k_begun = np.searchsorted(begins, edges, "left")
-    k_done = np.searchsorted(finishes, edges, "left")
-    return (k_begun * edges - begun[k_begun]) - (k_done * edges - finished[k_done])
-
-
-def utilisation(starts: Any, ends: Any, nodes: list[int], origin: float, span: float) -> list:
-    """Busy fraction of one resource in each of ``BINS`` equal time bins of ``span`` µs
-    from ``origin`` (nodes ``nodes`` of the parallel ``starts``/``ends``)."""
-    width = span / BINS if span > 0 else 1.0
-    index = np.asarray(nodes, dtype=np.int64)
-    begin = np.asarray(starts, dtype=np.float64)[index] - origin
-    end = np.asarray(ends, dtype=np.float64)[index] - origin
-    edges = np.arange(BINS + 1, dtype=np.float64) * width
-    return (np.diff(busy_before(edges, begin, end)) / width).tolist()
 
 
 def _matplotlib_figure() -> Any:

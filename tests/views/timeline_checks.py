@@ -1,5 +1,5 @@
 """Checks of a Chrome/Perfetto JSON trace read from its raw events, written apart from the
-code that writes the trace (:mod:`chakra.simulate.timeline`)."""
+code that writes the trace (:mod:`chakra.views.timeline`)."""
 
 from __future__ import annotations
 
