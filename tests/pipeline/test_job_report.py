@@ -175,7 +175,7 @@ def test_the_timeline_shows_the_slowest_median_and_fastest_ranks(job: Any) -> No
                                                          r["rank"]))  # fmt: skip
     slowest, fastest = by_makespan[-1]["rank"], by_makespan[0]["rank"]
     shown = _timeline_ranks(out)
-    assert report["timeline_ranks"] == sorted(shown)
+    assert report["timeline"] == {"ranks": sorted(shown), "window": None}
     assert {slowest, fastest} <= shown and len(shown) <= 3
     events = json.loads((out / "timeline.json").read_text())["traceEvents"]
     measured = {RANKS + r for r in shown}  # a measured process's pid: past every rank

@@ -18,11 +18,12 @@ from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link import LinkOptions
 from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
 from chakra.pipeline.inputs import ranks_in_folders
-from chakra.pipeline.outputs import TIMELINE_ALL, TIMELINE_AUTO
 from chakra.pipeline.resume import ET_PREFIX
 from chakra.pipeline.run import summary_text
+from chakra.pipeline.timeline_file import TIMELINE_ALL, TIMELINE_AUTO, TimelineOptions
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario
 from chakra.views.job import ALL_RANKS_UP_TO
+from chakra.views.timeline_window import WindowChoice
 
 
 def _scenario(text: str) -> Scenario:
@@ -31,6 +32,10 @@ def _scenario(text: str) -> Scenario:
         return Scenario.parse(text)
     except ChakraError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--what-if ")) from exc
+
+
+def _ranks_choice(choice: Union[str, list[int]]) -> Union[str, tuple[int, ...]]:
+    return choice if isinstance(choice, str) else tuple(choice)
 
 
 def _timeline_ranks(text: str) -> Union[str, list[int]]:
@@ -44,6 +49,14 @@ def _timeline_ranks(text: str) -> Union[str, list[int]]:
     if not ranks or min(ranks) < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: auto, all or rank ids (0,3,7)")
     return ranks
+
+
+def _timeline_window(text: str) -> WindowChoice:
+    """argparse's type for --timeline-window: a bad value is a usage error (status 2)."""
+    try:
+        return WindowChoice.parse(text)
+    except ChakraError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--timeline-window ")) from exc
 
 
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +77,14 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         "64-rank timeline of every rank is hundreds of MB, which Perfetto's UI loads into "
         "memory), all, or rank ids",
     )
+    parser.add_argument(
+        "--timeline-window",
+        type=_timeline_window,
+        metavar="A-B|step:N[-M]",
+        help="timeline.json shows only this stretch: A-B in µs of its clock, or training steps "
+        "(ProfilerStep#N to #M)",
+    )
+    parser.add_argument("--no-timeline", action="store_true", help="skip timeline.json")
     defaults = ", ".join(
         f"'{s.name}={','.join(r.text for r in s.rules)}'" for s in DEFAULT_SCENARIOS
     )
@@ -258,7 +279,9 @@ def _run(args: argparse.Namespace) -> None:
         process_group_metadata=args.process_group_metadata,
         what_if=scenarios,
         html=not args.no_html,
-        timeline_ranks=args.timeline_ranks,
+        timeline=TimelineOptions(
+            not args.no_timeline, _ranks_choice(args.timeline_ranks), args.timeline_window
+        ),
     )
     if result.reused:
         print(
@@ -268,9 +291,10 @@ def _run(args: argparse.Namespace) -> None:
         )
     print(summary_text(result))
     page = f" and {name_of(result.html)} (open in a browser)" if result.html else ""
+    timeline = result.timeline
     print(
-        f"outputs in {result.output_dir}: report {name_of(result.report)}{page}, "
-        f"timeline {name_of(result.timeline)} (open in https://ui.perfetto.dev)"
+        f"outputs in {result.output_dir}: report {name_of(result.report)}{page}"
+        + (f", timeline {name_of(timeline)} (open in https://ui.perfetto.dev)" if timeline else "")
         + (f", plot {name_of(result.plot)}" if result.plot else "")
     )
     if result.et_prefix is not None:

@@ -224,6 +224,7 @@ class AtomicGroup(Scoped):
         self.owner = os.getpid() if owner is None else owner
         self._open: dict[int, AtomicFile] = {}
         self._pending: list[Pending] = []
+        self._obsolete: list[Path] = []
 
     def add(
         self, path: PathLike, *, text: bool = False, compress: Optional[bool] = None
@@ -232,6 +233,12 @@ class AtomicGroup(Scoped):
         member = _Member(self, path, text=text, compress=compress, owner=self.owner)
         self._open[id(member)] = member
         return member
+
+    def obsolete(self, path: Location) -> None:
+        """Remove the local file ``path`` when the group commits (an output of an earlier run
+        that one of the group replaces under another name); kept when it discards."""
+        if isinstance(path, Path):
+            self._obsolete.append(path)
 
     def _ready(self, member: AtomicFile) -> None:
         """``member`` is finished: keep its names only."""
@@ -269,6 +276,8 @@ class AtomicGroup(Scoped):
                 for later_temporary, later in pending[index + 1 :]:
                     remove_temporary(later_temporary, later)
                 raise
+        for path in self._obsolete:
+            path.unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Delete every file of the group; the paths are left as they were."""
@@ -276,7 +285,7 @@ class AtomicGroup(Scoped):
             member.discard()
         for temporary, path in self._pending:
             remove_temporary(temporary, path)
-        self._open, self._pending = {}, []
+        self._open, self._pending, self._obsolete = {}, [], []
 
     def finish(self, succeeded: bool) -> None:
         """At the end of a ``with`` block: :meth:`commit` if it succeeded, else

@@ -66,10 +66,9 @@ from chakra.pipeline.outputs import (
     PLOT,
     REPORT,
     TIMELINE,
-    TIMELINE_AUTO,
+    TIMELINE_GZ,
     OutputOptions,
     agreement_entry,
-    checked_timeline_ranks,
     write_outputs,
 )
 from chakra.pipeline.rank_report import RankReport, rank_reports
@@ -83,6 +82,7 @@ from chakra.pipeline.resume import (
 )
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
 from chakra.pipeline.summary import bound_line, job_lines, rank_table
+from chakra.pipeline.timeline_file import TimelineOptions, checked_options
 from chakra.ranks import agree_files, require_ends, rewrite_files
 from chakra.simulate.replay import SimOptions
 from chakra.simulate.run import simulate_files
@@ -105,7 +105,7 @@ class PipelineResult(msgspec.Struct, frozen=True):
 
     output_dir: Location
     ranks: list[RankReport]
-    timeline: Location
+    timeline: Optional[Location]
     plot: Optional[Location]
     report: Location
     reused: list[int] = []
@@ -256,7 +256,7 @@ def run_pipeline(
     scheduler: Optional[str] = None,
     what_if: Optional[Sequence[Scenario]] = None,
     html: bool = True,
-    timeline_ranks: Union[str, Sequence[int]] = TIMELINE_AUTO,
+    timeline: Union[bool, TimelineOptions] = True,
 ) -> PipelineResult:
     """Run every stage for ``ranks`` (simulated together, so collectives meet) and write
     the outputs; raises ChakraError naming the rank and file at the first failure.
@@ -279,15 +279,15 @@ def run_pipeline(
     ``et_prefix``, ``process_group_metadata``: see the module doc and ``ConvertOptions``.
     ``what_if``: scenarios run after the replay (one more simulation each); None runs
     :data:`~chakra.simulate.scenarios.DEFAULT_SCENARIOS`, an empty list none. ``plot`` and
-    ``html``: write ``utilisation.png`` and ``report.html``. ``timeline_ranks``: the ranks
-    ``timeline.json`` shows (:class:`~chakra.pipeline.outputs.OutputOptions`).
+    ``html``: write ``utilisation.png`` and ``report.html``. ``timeline``: whether and what
+    ``timeline.json`` shows (:class:`~chakra.pipeline.timeline_file.TimelineOptions`).
     """
     if not et_prefix or "/" in et_prefix:
         raise ChakraError(f"--et-prefix {et_prefix!r}: a file name prefix, without '/'")
     if not ranks:
         raise ChakraError("no ranks to process")
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
-    shown = checked_timeline_ranks(timeline_ranks, [files.rank for files in ranks])
+    shown = checked_options(timeline, [files.rank for files in ranks])
     outputs = OutputOptions(plot, html, None if what_if is None else tuple(what_if), shown)
     output_dir = location(output_dir)
     _check_inputs(ranks)
@@ -357,7 +357,7 @@ def _check_inputs(ranks: list[RankFiles]) -> None:
 
 def _refuse_overwriting(ranks: list[RankFiles], folder: Location, et_prefix: str) -> None:
     """Raise when an output of the run would overwrite one of its inputs."""
-    names = [TIMELINE, PLOT, REPORT, PAGE, f"{et_prefix}.comm_groups.json"]
+    names = [TIMELINE, TIMELINE_GZ, PLOT, REPORT, PAGE, f"{et_prefix}.comm_groups.json"]
     outputs = [join(folder, name) for name in names]
     for files in ranks:
         outputs.extend(rank_outputs(folder, files.rank, et_prefix))

@@ -82,6 +82,14 @@ class JobSummary(msgspec.Struct, frozen=True):
         return tuple(sorted({self.slowest_rank, self.median_rank, self.fastest_rank}))
 
 
+def shown_ranks(job: JobSummary, rank_count: int) -> Optional[tuple[int, ...]]:
+    """The ranks a picture of the whole job shows (``utilisation.png``, the timeline):
+    every rank up to :data:`ALL_RANKS_UP_TO` (None: all), else the job's featured ranks."""
+    if rank_count <= ALL_RANKS_UP_TO:
+        return None
+    return job.featured_ranks()
+
+
 def rank_share(result: SimResult, position: int) -> RankShare:
     """The :class:`RankShare` of the graph at ``position`` in ``result`` (after a run).
     Cost: three interval unions over the nodes with known times."""

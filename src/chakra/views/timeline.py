@@ -46,6 +46,7 @@ from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import SimResult
 from chakra.views.timeline_args import OpFacts
 from chakra.views.timeline_flows import flow_events, to_ns, to_us
+from chakra.views.timeline_window import TimeWindow, within
 
 _START_RESOLUTION_NS = round(START_RESOLUTION_US * 1000)
 
@@ -64,11 +65,14 @@ class Slice(msgspec.Struct, frozen=True):
 
 
 def chrome_trace(result: SimResult, compare: bool = False, segments: bool = False,
-                 ranks: Optional[Collection[int]] = None) -> JsonDocument:  # fmt: skip
+                 ranks: Optional[Collection[int]] = None,
+                 window: Optional[TimeWindow] = None) -> JsonDocument:  # fmt: skip
     """The trace of ``result``, bound for a file (times in µs with nanosecond precision).
     ``compare`` adds the measured processes; ``segments`` shows each node as its own slice
     instead of whole ops; ``ranks``: the ranks shown, by rank id (None: all; flows to a
-    rank not shown are left out). Linear in nodes and edges, plus a sort per track."""
+    rank not shown are left out); ``window``: only the slices that overlap it and the flows
+    inside it (:func:`chakra.views.timeline_window.within`). Linear in nodes and edges, plus
+    a sort per track."""
     events: list[dict[str, Any]] = []
     shown = [r for r, graph in enumerate(result.graphs) if ranks is None or graph.rank in ranks]
     base = max((graph.rank for graph in result.graphs), default=-1) + 1
@@ -85,6 +89,8 @@ def chrome_trace(result: SimResult, compare: bool = False, segments: bool = Fals
             if spans is not None:
                 events += _process(graph, base + graph.rank, "measured", spans, segments)
     events += flow_events(result, None if ranks is None else set(shown))
+    if window is not None:
+        events = within(events, window)
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 

@@ -1,0 +1,141 @@
+"""The pipeline's ``timeline.json``: which ranks and stretch of time it shows, and how it is
+written. A timeline of every node of a big job is hundreds of MB, and Perfetto's UI loads a
+JSON trace whole into the browser's memory, so by default it shows every rank up to
+:data:`~chakra.views.job.ALL_RANKS_UP_TO`, else the slowest, median and fastest; it is
+written gzip-compressed (``timeline.json.gz``, which Perfetto opens) above
+:data:`GZIP_ABOVE_EVENTS` events, and a warning names the remedies when the file is still
+over :data:`WARN_ABOVE_BYTES`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, Optional, Union
+
+import msgspec
+
+from chakra.errors import UsageError
+from chakra.fileio import AtomicGroup, atomic_output
+from chakra.fileio.location import Location, join
+from chakra.ingest.json_input import dump_finite
+from chakra.simulate.sim_result import SimResult
+from chakra.views.job import JobSummary, shown_ranks
+from chakra.views.timeline import chrome_trace
+from chakra.views.timeline_window import WindowChoice, resolve_window
+
+logger = logging.getLogger(__name__)
+#: Its names in the output folder: plain, and compressed.
+TIMELINE, TIMELINE_GZ = "timeline.json", "timeline.json.gz"
+#: ``ranks``: every rank up to ``ALL_RANKS_UP_TO``, else the slowest, median and fastest
+#: (a 64-rank timeline of every rank was 349 MB); or every rank
+TIMELINE_AUTO, TIMELINE_ALL = "auto", "all"
+#: Above this many events (about 55 MB of JSON), the file is written gzip-compressed.
+GZIP_ABOVE_EVENTS = 300_000
+#: A timeline file above this size may not load in Perfetto's UI: a warning says so.
+WARN_ABOVE_BYTES = 100 * 1000 * 1000
+
+
+class TimelineOptions(msgspec.Struct, frozen=True):
+    """``write`` False: no timeline. ``ranks``: :data:`TIMELINE_AUTO`, :data:`TIMELINE_ALL`
+    or rank ids (sorted, each a rank of the job: :func:`checked_ranks`). ``window``: the
+    stretch of time shown (None: all of it)."""
+
+    write: bool = True
+    ranks: Union[str, tuple[int, ...]] = TIMELINE_AUTO
+    window: Optional[WindowChoice] = None
+
+
+def checked_options(choice: Union[bool, TimelineOptions], ranks: Sequence[int]) -> TimelineOptions:
+    """The timeline options of ``run_pipeline``'s ``timeline`` (True: the defaults, False:
+    none), checked before any work against the job's ``ranks`` (UsageError)."""
+    if isinstance(choice, bool):
+        return TimelineOptions(write=choice)
+    return msgspec.structs.replace(choice, ranks=checked_ranks(choice.ranks, ranks))
+
+
+def checked_ranks(
+    choice: Union[str, Sequence[int]], ranks: Sequence[int]
+) -> Union[str, tuple[int, ...]]:
+    """``--timeline-ranks`` checked: a word it knows, or ids of the job's ``ranks``, sorted
+    (UsageError otherwise)."""
+    if isinstance(choice, str):
+        if choice not in (TIMELINE_AUTO, TIMELINE_ALL):
+            raise UsageError(f"--timeline-ranks {choice!r}: 'auto', 'all' or rank ids")
+        return choice
+    unknown = sorted(set(choice) - set(ranks))
+    if unknown or not choice:
+        raise UsageError(f"--timeline-ranks: no rank {unknown[0]} in this job" if unknown
+                         else "--timeline-ranks: no rank given")  # fmt: skip
+    return tuple(sorted(set(choice)))
+
+
+def timeline_ranks(
+    options: TimelineOptions, job: JobSummary, rank_count: int
+) -> Optional[tuple[int, ...]]:
+    """The ranks the timeline shows (None: all)."""
+    if options.ranks == TIMELINE_ALL:
+        return None
+    if options.ranks == TIMELINE_AUTO:
+        return shown_ranks(job, rank_count)
+    return tuple(options.ranks)
+
+
+class _Counting:
+    """A text stream that counts the characters written through it."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out, self.written = out, 0
+
+    def write(self, text: str) -> int:
+        self.written += len(text)
+        return self.out.write(text)
+
+
+def write_timeline(result: SimResult, folder: Location, options: TimelineOptions, job: JobSummary,
+                   group: Optional[AtomicGroup] = None) -> Optional[Location]:  # fmt: skip
+    """Write the timeline ``options`` ask for into ``folder`` (with ``group``: when it
+    commits); its path, or None when ``options.write`` is False. A timeline an earlier run
+    left under the other name (or any, when none is written) goes too."""
+    if not options.write:
+        _obsolete([join(folder, TIMELINE), join(folder, TIMELINE_GZ)], group)
+        return None
+    count = len(result.graphs)
+    shown = timeline_ranks(options, job, count)
+    if shown is not None:
+        why = "the slowest, median and fastest" if options.ranks == TIMELINE_AUTO else "as asked"
+        logger.info("timeline: ranks %s of %d (%s; --timeline-ranks all shows every rank)",
+                    ", ".join(map(str, shown)), count, why)  # fmt: skip
+    positions = (
+        None if shown is None else [r for r, g in enumerate(result.graphs) if g.rank in shown]
+    )
+    window = None if options.window is None else resolve_window(options.window, result, positions)
+    document = chrome_trace(result, compare=True, ranks=shown, window=window)
+    events = len(document["traceEvents"])
+    name, other = (TIMELINE_GZ, TIMELINE) if events > GZIP_ABOVE_EVENTS else (TIMELINE, TIMELINE_GZ)
+    path = join(folder, name)
+    _obsolete([join(folder, other)], group)
+    with atomic_output(path, text=True, group=group) as out:
+        counting = _Counting(out)
+        dump_finite(document, counting, path)  # type: ignore[arg-type]
+    if counting.written > WARN_ABOVE_BYTES:
+        logger.warning("the timeline holds %d events (%d MB of JSON): Perfetto's UI may not load "
+                       "it; --timeline-ranks, --timeline-window or --no-timeline make it smaller",
+                       events, counting.written // 1000000)  # fmt: skip
+    return path
+
+
+def _obsolete(paths: Sequence[Location], group: Optional[AtomicGroup]) -> None:
+    """Local files of an earlier run's timeline to remove: when ``group`` commits, or now."""
+    for path in paths:
+        if group is not None:
+            group.obsolete(path)
+        elif isinstance(path, Path):
+            path.unlink(missing_ok=True)
+
+
+def timeline_entry(result: SimResult, options: TimelineOptions, job: JobSummary) -> Any:
+    """What report.json says of the timeline: the ranks shown (``"all"``) and the window."""
+    shown = timeline_ranks(options, job, len(result.graphs)) if options.write else ()
+    return {"ranks": TIMELINE_ALL if shown is None else list(shown),
+            "window": msgspec.to_builtins(options.window)}  # fmt: skip
