@@ -7,8 +7,9 @@ BIN := $(VENV)/bin
 DEMO := out/demo
 
 # The bundled example: a 4-rank synthetic training step, linked, converted and simulated.
-demo: $(VENV)/.installed
-	$(BIN)/chakra_synth --out-dir $(DEMO)/traces --ranks 4 --seed 1 --ops-per-step 200 --gzip \
+# It needs only the package itself (the tests' extras install with the first `make test`).
+demo: $(VENV)/.installed-package
+	$(BIN)/chakra_synth --output-dir $(DEMO)/traces --ranks 4 --seed 1 --ops-per-step 200 --gzip \
 		--log-level WARNING
 	$(BIN)/chakra_pipeline --trace-dir $(DEMO)/traces --output-dir $(DEMO)/results -j 2 \
 		--log-level WARNING
@@ -31,8 +32,12 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/et_io.py
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed-package: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[plot]'
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-package
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 

@@ -10,15 +10,19 @@ import gzip
 import io
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chakra.cli.pipeline import main
+from chakra.errors import ChakraError
 from chakra.pipeline import RankFiles, run_pipeline, timeline_file
 from chakra.pipeline.timeline_file import TimelineOptions
+from chakra.simulate.run import simulate_files
 from chakra.synth import SynthOptions, generate_job
+from chakra.views.plot import plot_utilisation
 from chakra.views.timeline_window import WindowChoice
 
 
@@ -123,3 +127,18 @@ def test_no_such_step_is_one_line(ranks: list[RankFiles], tmp_path: Path,
     assert done.value.code == 1
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and "step:40" in said[0] and "ProfilerStep" in said[0]
+
+
+def test_without_matplotlib_the_pipeline_skips_the_picture_and_says_so(
+    ranks: list[RankFiles], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    """matplotlib is the optional extra chakra[plot]: without it the pipeline writes every
+    other output and a warning names the extra; chakra_sim --plot refuses in one line."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError
+    with caplog.at_level(logging.WARNING):
+        result = run_pipeline(ranks, tmp_path / "o", what_if=[])
+    assert result.plot is None and not (tmp_path / "o" / "utilisation.png").exists()
+    assert result.html is not None and "chakra[plot]" in caplog.text
+    with pytest.raises(ChakraError, match=r"chakra\[plot\]"):
+        plot_utilisation(simulate_files([tmp_path / "o" / "workload.0.et"]), tmp_path / "u.png")

@@ -95,10 +95,7 @@ def write_outputs(
         what_if = run_scenarios(result, options.what_if)
     job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
     timeline = write_timeline(result, folder, options.timeline, job, group)
-    picture = None
-    if options.plot:
-        picture = join(folder, PLOT)
-        _plot(result, picture, group, plotted_ranks(job, len(reports)))
+    picture = _plot(result, folder, options.plot, group, plotted_ranks(job, len(reports)))
     document = {"job": msgspec.to_builtins(job), "agreement": agreement,
                 "ranks": [msgspec.to_builtins(r) for r in reports],
                 "what_if": [msgspec.to_builtins(w) for w in what_if],
@@ -123,18 +120,27 @@ def plotted_ranks(job: JobSummary, rank_count: int) -> Optional[tuple[int, ...]]
 
 
 def _plot(
-    result: SimResult, picture: Location, group: Optional[AtomicGroup],
+    result: SimResult, folder: Location, wanted: bool, group: Optional[AtomicGroup],
     ranks: Optional[tuple[int, ...]] = None,
-) -> None:  # fmt: skip
+) -> Optional[Location]:  # fmt: skip
     """The utilisation plot (``ranks``: those drawn, None: all), drawn into a local file
-    first when ``picture`` is a URL."""
-    from chakra.views.plot import plot_utilisation
+    first when ``folder`` is a URL; its path, or None when not ``wanted`` or when matplotlib
+    is not installed (a warning says so: report.html has the same busy bands)."""
+    from chakra.views.plot import INSTALL_PLOT, plot_utilisation, plotting_available
 
+    if not wanted:
+        return None
+    if not plotting_available():
+        logger.warning("utilisation.png not drawn: matplotlib is not installed (%s); "
+                       "report.html shows the same busy fractions", INSTALL_PLOT)  # fmt: skip
+        return None
+    picture = join(folder, PLOT)
     if isinstance(picture, Path):
         plot_utilisation(result, picture, group, ranks)
-        return
+        return picture
     with tempfile.TemporaryDirectory(prefix="chakra-plot-") as scratch:
         local = Path(scratch) / "utilisation.png"
         plot_utilisation(result, local, ranks=ranks)
         with atomic_output(picture, compress=False, group=group) as out:
             out.write(local.read_bytes())
+    return picture

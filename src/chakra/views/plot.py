@@ -64,11 +64,24 @@ def save_figure(figure: Any, path: PathLike, group: Optional[AtomicGroup] = None
         figure.savefig(out, format=fmt, dpi=100)
 
 
+#: What to install for the pictures (matplotlib is an optional extra).
+INSTALL_PLOT = "pip install 'chakra[plot]'"
+
+
+def plotting_available() -> bool:
+    """Whether matplotlib can be imported (the pictures need it; report.html does not)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _matplotlib_figure() -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise ChakraError("--plot needs matplotlib: pip install matplotlib") from exc
+        raise ChakraError(f"--plot needs matplotlib: {INSTALL_PLOT}") from exc
     return Figure
 
 
