@@ -78,10 +78,10 @@ def plotting_available() -> bool:
 
 
 def _matplotlib_figure() -> Any:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise ChakraError(f"--plot needs matplotlib: {INSTALL_PLOT}") from exc
+    if not plotting_available():
+        raise ChakraError(f"--plot needs matplotlib: {INSTALL_PLOT}")
+    from matplotlib.figure import Figure
+
     return Figure
 
 
