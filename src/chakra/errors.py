@@ -7,6 +7,7 @@ offset or node concerned.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -33,6 +34,15 @@ def _rebuild_error(
     error.args = args
     vars(error).update(attributes)
     return error
+
+
+class InputsFailedError(ChakraError):
+    """Several inputs failed, each with its own error: a tool that goes through every input
+    before it fails reports each in one line (:func:`chakra.cli.runner.run_tool`)."""
+
+    def __init__(self, errors: Sequence[ChakraError]) -> None:
+        super().__init__("; ".join(str(error) for error in errors))
+        self.errors = list(errors)
 
 
 class Terminated(KeyboardInterrupt):
