@@ -37,11 +37,12 @@ def _rebuild_error(
 
 
 class InputsFailedError(ChakraError):
-    """Several inputs failed, each with its own error: a tool that goes through every input
-    before it fails reports each in one line (:func:`chakra.cli.runner.run_tool`)."""
+    """Several inputs failed: ``message`` says how many, ``errors`` holds each one's error.
+    A tool that goes through every input before it fails reports each of ``errors`` in one
+    line (:func:`chakra.cli.runner.run_tool`)."""
 
-    def __init__(self, errors: Sequence[ChakraError]) -> None:
-        super().__init__("; ".join(str(error) for error in errors))
+    def __init__(self, message: str, errors: Sequence[ChakraError]) -> None:
+        super().__init__(message)
         self.errors = list(errors)
 
 

@@ -95,7 +95,7 @@ def each_input(paths: Sequence[str], check: Callable[[str], None]) -> None:
     if len(failed) == 1:
         raise failed[0]
     if failed:
-        raise InputsFailedError(failed)
+        raise InputsFailedError(f"{len(failed)} of {len(paths)} files failed", failed)
 
 
 @contextlib.contextmanager

@@ -144,14 +144,7 @@ def _parsed_options(args: argparse.Namespace) -> list[ScaleRule]:
             rules.append(ScaleRule.parse(text))
         except ChakraError as exc:
             raise UsageError(f"argument --scale: {str(exc).removeprefix('--scale ')}") from None
-    if args.network:
-        from chakra.simulate.network import NetworkModel
-
-        try:
-            NetworkModel.parse(args.network)
-        except ChakraError as exc:
-            option, _, problem = str(exc).partition(" ")  # "--network 'x': expected..."
-            raise UsageError(f"argument {option}: {problem}") from None
+    _check_network(args)
     for option, path in (("--plot", args.plot), ("--plot-makespans", args.plot_makespans)):
         if path is not None:
             try:
@@ -159,6 +152,26 @@ def _parsed_options(args: argparse.Namespace) -> list[ScaleRule]:
             except ChakraError as exc:
                 raise UsageError(f"argument {option}: {exc}") from None
     return rules
+
+
+def _check_network(args: argparse.Namespace) -> None:
+    """A ``--network`` that does not parse, or is not a ring under ``--resources
+    astra-sim``, is a usage error."""
+    if not args.network:
+        return
+    from chakra.simulate.astra_network import AstraRing
+    from chakra.simulate.network import NetworkModel
+
+    try:
+        network = NetworkModel.parse(args.network)
+    except ChakraError as exc:
+        option, _, problem = str(exc).partition(" ")  # "--network 'x': expected..."
+        raise UsageError(f"argument {option}: {problem}") from None
+    if args.resources == ASTRA_SIM:
+        try:
+            AstraRing.from_network(network, 1)
+        except ChakraError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:

@@ -61,7 +61,7 @@ def _info(args: argparse.Namespace) -> None:
             continue
         _print(path, summary, args.json)
     if failed:
-        raise InputsFailedError(failed)
+        raise InputsFailedError(f"{len(failed)} of {len(args.paths)} files failed", failed)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
