@@ -7,6 +7,7 @@ offset or node concerned.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -33,6 +34,16 @@ def _rebuild_error(
     error.args = args
     vars(error).update(attributes)
     return error
+
+
+class InputsFailedError(ChakraError):
+    """Several inputs failed: ``message`` says how many, ``errors`` holds each one's error.
+    A tool that goes through every input before it fails reports each of ``errors`` in one
+    line (:func:`chakra.cli.runner.run_tool`)."""
+
+    def __init__(self, message: str, errors: Sequence[ChakraError]) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
 
 
 class Terminated(KeyboardInterrupt):

@@ -96,7 +96,7 @@ def test_missing_arguments_exit_2(tmp_path: Path, name: str, args: list[str]) ->
 @pytest.mark.parametrize("name", ["sim", "trace_info", "validate", "trace_link"])
 def test_closed_pipe_ends_quietly(inputs: dict[str, Path], tmp_path: Path, name: str) -> None:
     args = {
-        "sim": [str(inputs["et"])] * 3,
+        "sim": [str(inputs["et"])],
         "trace_info": [str(inputs["et"])] * 3,
         "validate": [str(inputs["et"])],
         "trace_link": [
@@ -117,7 +117,9 @@ def test_closed_pipe_ends_quietly(inputs: dict[str, Path], tmp_path: Path, name:
     finally:
         os.close(write_end)
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
-    assert result.returncode == 1
+    assert result.returncode == 0, result.stderr  # the reader leaving is no error (issue 32)
+    if name == "trace_link":  # the work was done
+        assert (tmp_path / "o.json").is_file()
 
 
 def _all_actions(parser: argparse.ArgumentParser):

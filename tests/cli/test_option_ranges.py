@@ -16,8 +16,8 @@ from chakra.text.convert import MAX_NODES_PER_NPU
 from tests.cli.conftest import Runner, Traces
 
 BIG = str(2**64)
-NPU = ["--npu_frequency", "1000"]
-TIMELINE = ["--input_filename", "{astra_log}", "--output_filename", "{tmp}/t.json"]
+NPU = ["--npu-frequency", "1000"]
+TIMELINE = ["--input", "{astra_log}", "--output", "{tmp}/t.json"]
 TEXT = ["Text", "--input", "{text}", "--output", "{tmp}/w"]
 
 # (tool, arguments, what the error line says after "argument ")
@@ -26,17 +26,18 @@ CASES = [
                   "{tmp}/o", "--max-memory", "nan"], "--max-memory: must be a finite number "
                                                     "above 0, not 'nan'"),
     ("pipeline", ["--trace-dir", "{tmp}", "--output-dir", "{tmp}/o", "-j", "0"], "-j/--jobs"),
-    ("generator", ["--default_runtime", BIG, "--output-dir", "{tmp}"], "--default_runtime: "
+    ("generator", ["--default-runtime", BIG, "--output-dir", "{tmp}"], "--default-runtime: "
                    "must be an integer from 0 to 9,223,372,036,854,775,807"),
-    ("generator", ["--default_tensor_size", "-1", "--output-dir", "{tmp}"],
-     "--default_tensor_size"),
-    ("generator", ["--default_comm_size", BIG, "--output-dir", "{tmp}"], "--default_comm_size"),
-    ("generator", ["--num_npus", "0", "--output-dir", "{tmp}"], "--num_npus"),
-    ("generator", ["--num_npus", str(MAX_NPUS + 1), "--output-dir", "{tmp}"], "--num_npus"),
-    ("timeline_visualizer", [*TIMELINE, "--num_npus", "100000000", *NPU],
-     f"--num_npus: must be an integer from 1 to {MAX_NPUS:,}, not '100000000'"),
-    ("timeline_visualizer", [*TIMELINE, "--num_npus", "2", "--npu_frequency", "inf"],
-     "--npu_frequency: must be a finite number above 0"),
+    ("generator", ["--default-tensor-size", "-1", "--output-dir", "{tmp}"],
+     "--default-tensor-size"),
+    ("generator", ["--default-comm-size", BIG, "--output-dir", "{tmp}"], "--default-comm-size"),
+    ("generator", ["--num-npus", "0", "--output-dir", "{tmp}"], "--num-npus"),
+    # the reference's spelling: the error names the option as --help shows it
+    ("generator", ["--num_npus", str(MAX_NPUS + 1), "--output-dir", "{tmp}"], "--num-npus"),
+    ("timeline_visualizer", [*TIMELINE, "--num-npus", "100000000", *NPU],
+     f"--num-npus: must be an integer from 1 to {MAX_NPUS:,}, not '100000000'"),
+    ("timeline_visualizer", [*TIMELINE, "--num-npus", "2", "--npu-frequency", "inf"],
+     "--npu-frequency: must be a finite number above 0"),
     ("converter", [*TEXT, "--num-npus", "2", "--num-passes", "100000000"],
      "--num-passes: must be an integer from 1 to 1,000,000, not '100000000'"),
     ("converter", [*TEXT, "--num-npus", "0", "--num-passes", "1"], "--num-npus"),

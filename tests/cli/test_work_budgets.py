@@ -37,7 +37,7 @@ def test_converter_text_over_budget_is_one_line_and_writes_nothing(
 
 def test_converter_text_help_names_the_budget(cli: Runner) -> None:
     shown = " ".join(cli("converter", "Text", "--help").stdout.split())
-    assert "--max-nodes N, --max_nodes N refuse, before writing anything," in shown
+    assert "--max-nodes N refuse, before writing anything," in shown
     assert "(default: 50,000,000)" in shown and "(default: 4,294,967,296 = 4 GiB)" in shown
 
 

@@ -79,7 +79,8 @@ def test_four_synthetic_ranks_through_the_cli(tmp_path: Path) -> None:
                           str(tmp_path / "bad"), "--et-prefix", "a/b"],
                          capture_output=True, text=True, check=False)  # fmt: skip
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
-    assert "--et-prefix 'a/b': a file name prefix, without '/'" in bad.stderr
+    assert bad.returncode == 2  # a usage error (issue 32)
+    assert "--et-prefix: 'a/b': a file name prefix, without '/'" in bad.stderr
     assert_perfetto_json(out / "timeline.json", 4)
     assert (out / "utilisation.png").read_bytes()[:8] == PNG
     report = json.loads((out / "report.json").read_text())

@@ -145,8 +145,8 @@ def test_cli_flags_reach_the_truth(tmp_path: Path) -> None:
     ("args", "status", "message"),
     [(["--unrecorded-gloo-worker", "x"], 2,
       "argument --unrecorded-gloo-worker: 'x' is not 'all' or comma-separated rank numbers"),
-     (["--unrecorded-gloo-worker", "all"], 1, "needs a gloo worker"),
-     (["--unrecorded-gloo-worker", "4", "--blocking-gloo"], 1, "from 0 to 1, not 4")],
+     (["--unrecorded-gloo-worker", "all"], 2, "needs a gloo worker"),
+     (["--unrecorded-gloo-worker", "4", "--blocking-gloo"], 2, "from 0 to 1, not 4")],
 )  # fmt: skip
 def test_cli_refuses_bad_unrecorded_ranks(
     tmp_path: Path, args: list[str], status: int, message: str

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import Callable
 
 INT64_MAX = 2**63 - 1
@@ -84,3 +85,25 @@ passes = int_in(1, MAX_PASSES, "pass count")
 jobs = int_in(1, MAX_JOBS, "job count")
 finite_positive = float_in(0.0, low_open=True, name="positive number")
 fraction = float_in(0.0, 1.0, name="fraction")
+
+
+def file_prefix(text: str) -> str:
+    """An argparse type: the first part of file names (``workload`` of ``workload.0.et``),
+    not empty and without a folder."""
+    if not text or "/" in text or "\\" in text or text in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{_shown(text)}: a file name prefix, without '/'")
+    return text
+
+
+def scheduler_address(text: str) -> str:
+    """An argparse type: a Dask scheduler's address, ``SCHEME://HOST[:PORT]`` or
+    ``HOST:PORT``, or ``local:N`` (N >= 1 local worker processes)."""
+    count = text.removeprefix("local:")
+    if text.startswith("local:"):
+        if count.isdigit() and int(count) >= 1:
+            return text
+    elif re.fullmatch(r"[a-z][a-z0-9+.-]*://\S+|[^\s:/]+:\d+", text):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{_shown(text)}: expected tcp://HOST:PORT, HOST:PORT or local:N (N >= 1 workers)"
+    )

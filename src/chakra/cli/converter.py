@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.cli import arg_types
+from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert import ConvertOptions, convert_file
@@ -37,80 +38,137 @@ logger = logging.getLogger(__name__)
 LOG_FORMAT = "%(levelname)s [%(asctime)s] %(message)s"
 
 
-def _add_pytorch_options(parser: argparse.ArgumentParser) -> None:
+#: The usage line: the two conversions first, then what the tool takes before either.
+USAGE = """%(prog)s PyTorch --input ET+.json --output OUT.et [options]
+       %(prog)s Text --input WORKLOAD.txt --output PREFIX --num-npus N --num-passes P [options]
+       %(prog)s [--log-filename FILE] [--log-level LEVEL] {PyTorch,Text} ..."""
+
+
+def _add_pytorch_options(parser: argparse.ArgumentParser, shown: bool = True) -> None:
+    """PyTorch's options (hidden from the top level's help: the flat interface's)."""
+
+    def described(text: str) -> str:
+        return text if shown else argparse.SUPPRESS
+
     parser.add_argument(
         "--no-gaps",
         action="store_true",
-        help="do not replay measured idle time between top-level CPU ops",
+        help=described("do not replay measured idle time between top-level CPU ops"),
     )
     parser.add_argument(
         "--validate",
         action="store_true",
-        help="check the written graph (ids, deps, acyclic, attributes)",
+        help=described("check the written graph (ids, deps, acyclic, attributes)"),
     )
     parser.add_argument(
         "--simulate",
         action="store_true",
-        help="simulate the converted graph and print its makespan",
+        help=described("simulate the converted graph and print its makespan"),
     )
     parser.add_argument(
         "--rank",
         type=arg_types.nonneg_int,
         metavar="R",
-        help="this trace's global rank (default: the one Kineto recorded), "
-        "for the ends of send/recv",
+        help=described(
+            "this trace's global rank (default: the one Kineto recorded), for the ends of send/recv"
+        ),
     )
     parser.add_argument(
         "--process-group-metadata",
         action="store_true",
-        help="write the process group table as a METADATA node in the form "
-        "ASTRA-sim parses (the ASTRA-sim of 2026-03 aborts on any "
-        "METADATA node)",
+        help=described(
+            "write the process group table as a METADATA node in the form ASTRA-sim parses "
+            "(the ASTRA-sim of 2026-03 aborts on any METADATA node)"
+        ),
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_converter",
-        description="Convert ET+ JSON into a Chakra ET (.et) graph.",
-        allow_abbrev=False,  # else "PyTorch --input" is taken for the flat --input_* flags
+        usage=USAGE,
+        description="Convert linked PyTorch traces (ET+ JSON, chakra_trace_link's output) "
+        "or an ASTRA-sim text workload into Chakra ET (.et) graphs. Each conversion's "
+        "options: chakra_converter PyTorch --help, chakra_converter Text --help.",
+        epilog="The reference's flat interface (version 0.0.4: the input type, input and "
+        "output files as options) is still accepted: docs/differences-from-reference.md.",
     )
     _add_log_options(parser, None)
-    parser.add_argument("--input_type", help="0.0.4 interface: PyTorch or Text")
-    parser.add_argument("--input_filename", help="0.0.4 interface: input file")
-    parser.add_argument("--output_filename", help="0.0.4 interface: output file")
-    parser.add_argument("--num_npus", type=arg_types.npus, help="0.0.4 interface, Text only")
-    parser.add_argument("--num_passes", type=arg_types.passes, help="0.0.4 interface, Text only")
-    _add_budget_options(parser, None)
-    _add_pytorch_options(parser)
-    commands = parser.add_subparsers(dest="command")
-    pytorch = commands.add_parser("PyTorch", help="ET+ JSON -> Chakra ET")
-    pytorch.add_argument("--input", required=True, help="ET+ JSON (chakra_trace_link output)")
-    pytorch.add_argument("--output", required=True, help=".et file to write (.gz compresses)")
+    _add_flat_interface(parser)
+    commands = parser.add_subparsers(dest="command", title="conversions", metavar="{PyTorch,Text}")
+    pytorch = commands.add_parser(
+        "PyTorch",
+        prog="chakra_converter PyTorch",
+        help="ET+ JSON -> Chakra ET: chakra_converter PyTorch --input ET+.json --output OUT.et",
+        description="Convert one rank's ET+ JSON (or a host execution trace, untimed) into a "
+        "Chakra ET.",
+    )
+    pytorch.add_argument(
+        "--input", required=True, metavar="FILE", help="ET+ JSON (chakra_trace_link output)"
+    )
+    pytorch.add_argument(
+        "--output", required=True, metavar="FILE", help=".et file to write (.gz compresses)"
+    )
     _add_pytorch_options(pytorch)
     _add_log_options(pytorch, argparse.SUPPRESS)
-    text = commands.add_parser("Text", help="ASTRA-sim text workload -> <output>.<npu>.et")
-    text.add_argument("--input", required=True, help="ASTRA-sim text workload (.txt)")
+    _add_text_parser(commands)
+    return parser
+
+
+def _add_flat_interface(parser: argparse.ArgumentParser) -> None:
+    """The reference's 0.0.4 interface, accepted and hidden from the help: ``--input_type
+    PyTorch|Text --input_filename X --output_filename Y`` (``--num_npus``, ``--num_passes``
+    for Text), with PyTorch's and Text's options before no subcommand."""
+    hidden = argparse.SUPPRESS
+    parser.add_argument("--input_type", help=hidden)
+    parser.add_argument("--input_filename", help=hidden)
+    parser.add_argument("--output_filename", help=hidden)
+    parser.add_argument("--num_npus", type=arg_types.npus, help=hidden)
+    parser.add_argument("--num_passes", type=arg_types.passes, help=hidden)
+    _add_budget_options(parser, None, shown=False)
+    _add_pytorch_options(parser, shown=False)
+
+
+def _add_text_parser(commands: argparse._SubParsersAction) -> None:
+    text = commands.add_parser(
+        "Text",
+        prog="chakra_converter Text",
+        help="ASTRA-sim text workload -> <output>.<npu>.et: chakra_converter Text --input "
+        "W.txt --output PREFIX --num-npus N --num-passes P",
+        description="Convert an ASTRA-sim text workload into one Chakra ET per NPU, "
+        "PREFIX.<npu>.et.",
+    )
     text.add_argument(
-        "--output", required=True, help="output prefix: writes <output>.<npu>.et for every NPU"
+        "--input", required=True, metavar="FILE", help="ASTRA-sim text workload (.txt)"
+    )
+    text.add_argument(
+        "--output",
+        required=True,
+        metavar="PREFIX",
+        help="output prefix: writes <output>.<npu>.et for every NPU",
     )
     text.add_argument(
         "--num-npus",
+        "--num_npus",
+        dest="num_npus",
         type=arg_types.npus,
         required=True,
+        metavar="N",
         help=f"NPUs to write a file for (1 to {arg_types.MAX_NPUS:,})",
     )
     text.add_argument(
         "--num-passes",
+        "--num_passes",
+        dest="num_passes",
         type=arg_types.passes,
         required=True,
+        metavar="P",
         help="training passes (iterations) to unroll (1 to "
         f"{arg_types.MAX_PASSES:,}; at most {MAX_NODES_PER_NPU:,} nodes "
         "per file)",
     )
     _add_budget_options(text, argparse.SUPPRESS)  # not over the flat interface's value
     _add_log_options(text, argparse.SUPPRESS)
-    return parser
 
 
 def _add_log_options(parser: argparse.ArgumentParser, default: Optional[str]) -> None:
@@ -121,14 +179,17 @@ def _add_log_options(parser: argparse.ArgumentParser, default: Optional[str]) ->
         "--log_filename",
         dest="log_filename",
         default=default,
+        metavar="FILE",
         help="also write the log to this file (replaced when the tool ends)",
     )
     add_log_level_option(parser, "INFO" if default is None else default)
 
 
-def _add_budget_options(parser: argparse.ArgumentParser, default: Optional[str]) -> None:
+def _add_budget_options(
+    parser: argparse.ArgumentParser, default: Optional[str], shown: bool = True
+) -> None:
     """Text's work budget, checked before anything is built or written (unset: the
-    defaults of :mod:`chakra.text.budget`)."""
+    defaults of :mod:`chakra.text.budget`); hidden from the top level's help."""
     parser.add_argument(
         "--max-nodes",
         "--max_nodes",
@@ -137,7 +198,9 @@ def _add_budget_options(parser: argparse.ArgumentParser, default: Optional[str])
         default=default,
         metavar="N",
         help="refuse, before writing anything, to write more nodes than this in all files "
-        f"together (default: {DEFAULT_MAX_NODES:,})",
+        f"together (default: {DEFAULT_MAX_NODES:,})"
+        if shown
+        else argparse.SUPPRESS,
     )
     parser.add_argument(
         "--max-output-bytes",
@@ -148,7 +211,9 @@ def _add_budget_options(parser: argparse.ArgumentParser, default: Optional[str])
         metavar="BYTES",
         help="refuse, before writing anything, when the files together would take more "
         f"bytes than this, estimated from the workload (default: {DEFAULT_MAX_OUTPUT_BYTES:,}"
-        " = 4 GiB); the space free in the output folder is checked too",
+        " = 4 GiB); the space free in the output folder is checked too"
+        if shown
+        else argparse.SUPPRESS,
     )
 
 
@@ -165,9 +230,7 @@ def _convert_text(args: argparse.Namespace, source: str, prefix: str) -> None:
     from chakra.text.convert import plan_text, write_text
 
     if args.num_npus is None or args.num_passes is None:
-        raise UsageError(
-            "Text conversion needs --num-npus and --num-passes (or --num_npus and --num_passes)"
-        )
+        raise UsageError("Text conversion needs --num-npus and --num-passes")
     budget = TextBudget(
         args.max_nodes or DEFAULT_MAX_NODES,
         args.max_output_bytes or DEFAULT_MAX_OUTPUT_BYTES,

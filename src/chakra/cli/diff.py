@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import msgspec
 
+from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
 
@@ -24,7 +25,7 @@ RUN_HELP = ("a run: a chakra_pipeline output folder, a folder of PREFIX.<rank>.e
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_diff",
         description="Compare run A with run B (or with a what-if of A, --scale): ops and "
         "kernels whose total simulated time changed, largest change first, and each rank's "

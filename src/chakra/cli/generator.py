@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.cli import arg_types
+from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.tools.generator import GeneratorOptions, generate
@@ -17,31 +18,43 @@ logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_generator",
         description="Write microbenchmark Chakra ETs (<family>.<npu>.et) for every NPU.",
     )
     defaults = GeneratorOptions()
     parser.add_argument(
+        "--num-npus",
         "--num_npus",
+        dest="num_npus",
+        metavar="N",
         type=arg_types.npus,
         default=defaults.num_npus,
         help=f"1 to {arg_types.MAX_NPUS:,} (default: 64)",
     )
     parser.add_argument(
+        "--default-runtime",
         "--default_runtime",
+        dest="default_runtime",
+        metavar="US",
         type=arg_types.nonneg_int,
         default=defaults.runtime_us,
         help="duration of compute nodes in microseconds (default: 5)",
     )
     parser.add_argument(
+        "--default-tensor-size",
         "--default_tensor_size",
+        dest="default_tensor_size",
+        metavar="BYTES",
         type=arg_types.nonneg_int,
         default=defaults.tensor_size,
         help="bytes of memory and send/recv nodes (default: 1024)",
     )
     parser.add_argument(
+        "--default-comm-size",
         "--default_comm_size",
+        dest="default_comm_size",
+        metavar="BYTES",
         type=arg_types.nonneg_int,
         default=defaults.comm_size,
         help="bytes of collective nodes (default: 65536)",
@@ -51,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--output_dir",
         dest="output_dir",
         default=".",
+        metavar="DIR",
         help="existing folder to write into (default: the current folder)",
     )
     parser.add_argument(

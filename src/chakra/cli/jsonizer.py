@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
+from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.et.jsonize import jsonize_et
@@ -18,16 +19,26 @@ WANTS = "a Chakra ET (.et, chakra_converter's output)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_jsonizer",
         description="Render a Chakra ET file as one JSON document (or JSON Lines).",
     )
     parser.add_argument(
+        "--input",
         "--input_filename",
+        dest="input",
         required=True,
+        metavar="FILE",
         help="Chakra ET file (.et; gzip is recognised by content)",
     )
-    parser.add_argument("--output_filename", required=True, help="JSON file to write")
+    parser.add_argument(
+        "--output",
+        "--output_filename",
+        dest="output",
+        required=True,
+        metavar="FILE",
+        help="JSON file to write",
+    )
     parser.add_argument(
         "--jsonl",
         action="store_true",
@@ -39,14 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _jsonize(args: argparse.Namespace) -> None:
     require_kind(
-        args.input_filename,
+        args.input,
         (TraceKind.CHAKRA_ET,),
         "chakra_jsonizer",
         "a Chakra ET (.et, chakra_converter's output)",
     )
-    prepare_outputs([args.output_filename], [args.input_filename])
-    count = jsonize_et(args.input_filename, args.output_filename, jsonl=args.jsonl)
-    logger.info("wrote %d nodes to %s", count, args.output_filename)
+    prepare_outputs([args.output], [args.input])
+    count = jsonize_et(args.input, args.output, jsonl=args.jsonl)
+    logger.info("wrote %d nodes to %s", count, args.output)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Optional, Union
 
 from chakra.cli import arg_types
+from chakra.cli.conventions import ToolArgumentParser, add_rank_trace_options
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import command_line
 from chakra.errors import ChakraError, UsageError
@@ -111,7 +112,7 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_pipeline",
         description="Link, convert and simulate PyTorch traces of one or many ranks. "
         "Every path may also be a URL (s3://bucket/job/, file:///shared/job, ...), "
@@ -127,22 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
     """Where the traces are and the outputs go, and how many ranks run at once."""
-    parser.add_argument(
-        "--host-trace",
-        "--chakra-host-trace",
-        "--pytorch-et-file",
-        dest="host_trace",
-        type=location,
-        help="one rank: host execution trace",
-    )
-    parser.add_argument(
-        "--device-trace",
-        "--chakra-device-trace",
-        "--kineto-file",
-        dest="device_trace",
-        type=location,
-        help="one rank: Kineto trace",
-    )
+    add_rank_trace_options(parser, location)
     parser.add_argument("--host-dir", type=location, help="many ranks: folder of host traces")
     parser.add_argument("--device-dir", type=location, help="many ranks: folder of Kineto traces")
     parser.add_argument(
@@ -177,6 +163,7 @@ def _add_conversion_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--et-prefix",
         default=ET_PREFIX,
+        type=arg_types.file_prefix,
         metavar="PREFIX",
         help="write the graphs as PREFIX.<rank>.et, the family ASTRA-sim loads "
         f"(default: {ET_PREFIX})",
@@ -213,6 +200,7 @@ def _add_execution_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--scheduler",
+        type=arg_types.scheduler_address,
         metavar="ADDRESS",
         help="with --executor dask: scheduler address (tcp://host:8786), or "
         "local:N to start N local worker processes; paths must be on a "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import logging
 import os
 import signal
@@ -11,9 +12,9 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from types import FrameType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TextIO
 
-from chakra.errors import ChakraError, Terminated, UsageError
+from chakra.errors import ChakraError, InputsFailedError, Terminated, UsageError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -39,12 +40,15 @@ def run_tool(
     """Parse ``argv``, configure logging, run ``action``; return the exit status.
 
     A :class:`ChakraError` becomes one line ``<prog>: error: <message>`` on stderr and status
-    1; Ctrl-C gives status 130 and SIGTERM status 143, both after the same clean-up
+    1 (a :class:`~chakra.errors.InputsFailedError`, one such line per input that failed);
+    Ctrl-C gives status 130 and SIGTERM status 143, both after the same clean-up
     (:class:`~chakra.errors.Terminated` is a ``KeyboardInterrupt``: temporaries are removed,
     outputs not committed, worker processes ended). Argument errors exit with status 2:
     argparse's own, and a :class:`UsageError` the action raises (reported like argparse's,
-    after the usage line). A reader that closes stdout early (``| head``) ends the tool
-    quietly with status 1.
+    after the usage line). A reader that closes stdout early (``| head``) is no error: what
+    the tool would still print is dropped, its work goes on (files written, errors
+    reported), and the status is the work's, 0 when it succeeds
+    (:func:`stdout_reader_may_leave`).
     """
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -53,16 +57,20 @@ def run_tool(
         stream=sys.stderr,
     )
     try:
-        with sigterm_interrupts():
+        with sigterm_interrupts(), stdout_reader_may_leave():
             action(args)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
-    except BrokenPipeError:
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except BrokenPipeError:  # stdout written around sys.stdout (its binary buffer)
         _silence_stdout()
-        return 1
+        return 0
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
+    except InputsFailedError as exc:
+        for error in exc.errors:
+            print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
     except ChakraError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
@@ -73,6 +81,21 @@ def run_tool(
         print(f"{parser.prog}: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def each_input(paths: Sequence[str], check: Callable[[str], None]) -> None:
+    """Run ``check`` on every path; raise :class:`~chakra.errors.InputsFailedError` with
+    each path's error (one line each) when any failed, so that one run names them all."""
+    failed: list[ChakraError] = []
+    for path in paths:
+        try:
+            check(path)
+        except ChakraError as exc:
+            failed.append(exc)
+    if len(failed) == 1:
+        raise failed[0]
+    if failed:
+        raise InputsFailedError(f"{len(failed)} of {len(paths)} files failed", failed)
 
 
 @contextlib.contextmanager
@@ -113,16 +136,66 @@ def sigterm_interrupts() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def stdout_reader_may_leave() -> Iterator[None]:
+    """Within the block, ``sys.stdout`` is a :class:`ReaderMayLeave` around the one before:
+    once its reader has gone (``| head``), what is printed is dropped and the work goes
+    on."""
+    before = sys.stdout
+    sys.stdout = ReaderMayLeave(before)
+    try:
+        yield
+    finally:
+        sys.stdout = before
+
+
+class ReaderMayLeave:
+    """A text stream that passes everything to ``stream`` until writing to it fails with a
+    closed pipe; from then on it drops what it is given, and the file descriptor behind
+    ``stream`` points at devnull (so that the interpreter's last flush succeeds)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._drop_from_now_on()
+        return len(text)
+
+    def flush(self) -> None:
+        if self.reader_gone:
+            with contextlib.suppress(OSError, ValueError):  # what was buffered, to devnull
+                self.stream.flush()
+            return
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._drop_from_now_on()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding... of the stream
+        return getattr(self.stream, name)
+
+    def _drop_from_now_on(self) -> None:
+        self.reader_gone = True
+        _silence_stdout(self.stream)
+
+
 def _raise_terminated(signum: int, frame: Optional[FrameType]) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the clean-up
     raise Terminated()
 
 
-def _silence_stdout() -> None:
-    """After a closed pipe: point stdout at devnull, so that the interpreter's last flush
-    does not fail again (the advice of the Python docs on SIGPIPE)."""
+def _silence_stdout(stream: Optional[TextIO] = None) -> None:
+    """After a closed pipe: point stdout (``stream``, else ``sys.stdout``) at devnull, so
+    that the interpreter's last flush does not fail again (the advice of the Python docs on
+    SIGPIPE)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # no file descriptor behind stdout (tests capture it)
+        os.dup2(devnull, (stream or sys.stdout).fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):  # no file descriptor (captured)
         pass

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import prepare_outputs
-from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.cli.runner import add_log_level_option, each_input, run_tool
 from chakra.errors import ChakraError, UsageError
 
 if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
@@ -23,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_sim",
         description="Simulate Chakra ET graphs (.et, .et.gz or ET+ JSON), one file per rank.",
     )
@@ -130,8 +131,9 @@ def _add_picture_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _parsed_options(args: argparse.Namespace) -> list[ScaleRule]:
-    """The ``--scale`` rules; a rule that does not parse, or a plot path whose extension
-    names a format matplotlib cannot write, is a usage error (before any work). Checked
+    """The ``--scale`` rules; a rule or a ``--network`` that does not parse, or a plot path
+    whose extension names a format matplotlib cannot write, is a usage error (before any
+    work). Checked
     here rather than while parsing: the simulator and matplotlib load after the parse."""
     from chakra.simulate import ScaleRule
     from chakra.views.plot import image_format
@@ -142,6 +144,7 @@ def _parsed_options(args: argparse.Namespace) -> list[ScaleRule]:
             rules.append(ScaleRule.parse(text))
         except ChakraError as exc:
             raise UsageError(f"argument --scale: {str(exc).removeprefix('--scale ')}") from None
+    _check_network(args)
     for option, path in (("--plot", args.plot), ("--plot-makespans", args.plot_makespans)):
         if path is not None:
             try:
@@ -149,6 +152,26 @@ def _parsed_options(args: argparse.Namespace) -> list[ScaleRule]:
             except ChakraError as exc:
                 raise UsageError(f"argument {option}: {exc}") from None
     return rules
+
+
+def _check_network(args: argparse.Namespace) -> None:
+    """A ``--network`` that does not parse, or is not a ring under ``--resources
+    astra-sim``, is a usage error."""
+    if not args.network:
+        return
+    from chakra.simulate.astra_network import AstraRing
+    from chakra.simulate.network import NetworkModel
+
+    try:
+        network = NetworkModel.parse(args.network)
+    except ChakraError as exc:
+        option, _, problem = str(exc).partition(" ")  # "--network 'x': expected..."
+        raise UsageError(f"argument {option}: {problem}") from None
+    if args.resources == ASTRA_SIM:
+        try:
+            AstraRing.from_network(network, 1)
+        except ChakraError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
@@ -181,13 +204,9 @@ def _simulate(args: argparse.Namespace) -> None:
 
     rules = _parsed_options(args)
     prepare_outputs([args.timeline, args.plot, args.plot_makespans], args.paths)
-    for path in args.paths:
-        require_kind(
-            path,
-            (TraceKind.CHAKRA_ET, TraceKind.ET_PLUS, TraceKind.HOST_ET),
-            "chakra_sim",
-            "Chakra ETs (.et) or ET+ JSON, one per rank",
-        )
+    accepted = (TraceKind.CHAKRA_ET, TraceKind.ET_PLUS, TraceKind.HOST_ET)
+    wants = "Chakra ETs (.et) or ET+ JSON, one per rank"
+    each_input(args.paths, lambda path: require_kind(path, accepted, "chakra_sim", wants))
     run = _replay(args, rules)  # a rule matching nothing: no outputs
     result, what_if = run.result, run.what_if_makespans()
     log_reference_lines(result)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
 from chakra.cli import arg_types
+from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import ChakraError
+from chakra.errors import ChakraError, SynthOptionsError, UsageError
 from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
 from chakra.synth.invariants import validate_job
 from chakra.synth.options import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS
@@ -21,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_synth",
         description="Generate per-rank host ET and Kineto traces of a synthetic transformer "
         "training step, with the exact ground truth of what happened.",
@@ -120,6 +122,23 @@ def _rank_list(text: str) -> object:
 
 
 def _synth(args: argparse.Namespace) -> None:
+    try:
+        options = _options(args)
+    except SynthOptionsError as exc:  # options that do not go together: a usage error
+        raise UsageError(_in_flags(str(exc))) from None
+    with new_folder(Path(args.output_dir)):
+        prepare_outputs([], folders=[args.output_dir])
+        summary = generate_job(options, args.output_dir)
+    gpu_ops = sum(rank.gpu_ops for rank in summary.ranks)
+    logger.info("%d ranks, %d GPU ops, %d collectives", options.ranks, gpu_ops, summary.collectives)
+    if args.validate:
+        problems = validate_job(args.output_dir)
+        if problems:
+            raise ChakraError(f"{len(problems)} invariant(s) violated, first: {problems[0]}")
+        logger.info("all invariants hold")
+
+
+def _options(args: argparse.Namespace) -> SynthOptions:
     options = SynthOptions(
         seed=args.seed,
         ranks=args.ranks,
@@ -141,17 +160,19 @@ def _synth(args: argparse.Namespace) -> None:
         ),
         stale_host_parents=args.stale_host_parents,
     )
-    options = options_with_vintages(options, args.vintage)
-    with new_folder(Path(args.output_dir)):
-        prepare_outputs([], folders=[args.output_dir])
-        summary = generate_job(options, args.output_dir)
-    gpu_ops = sum(rank.gpu_ops for rank in summary.ranks)
-    logger.info("%d ranks, %d GPU ops, %d collectives", options.ranks, gpu_ops, summary.collectives)
-    if args.validate:
-        problems = validate_job(args.output_dir)
-        if problems:
-            raise ChakraError(f"{len(problems)} invariant(s) violated, first: {problems[0]}")
-        logger.info("all invariants hold")
+    return options_with_vintages(options, args.vintage)
+
+
+def _in_flags(message: str) -> str:
+    """A :class:`SynthOptions` error in the command line's words: its fields (``host_step``,
+    ``unrecorded_gloo_ranks``) named by their options (``--host-step``)."""
+    flags = {"unrecorded_gloo_ranks": "--unrecorded-gloo-worker"}
+    for action in build_parser()._actions:
+        flags.setdefault(action.dest, action.option_strings[0] if action.option_strings else "")
+    first, _, rest = message.partition(" ")
+    if flags.get(first):  # the option the message is about leads it
+        message = f"argument {flags[first]}: {rest}"
+    return re.sub(r"\b[a-z]+(?:_[a-z]+)+\b", lambda m: flags.get(m[0]) or m[0], message)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

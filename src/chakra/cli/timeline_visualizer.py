@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.cli import arg_types
+from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import UsageError
@@ -20,22 +21,41 @@ logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_timeline_visualizer",
         description=(
             "Turn an ASTRA-sim issue/callback log (or a chakra_sim --timeline trace) into a"
             " Chrome/Perfetto trace with times in microseconds."
         ),
     )
-    parser.add_argument("--input_filename", required=True, help="simulator log or trace")
-    parser.add_argument("--output_filename", required=True, help="Chrome trace JSON to write")
     parser.add_argument(
+        "--input",
+        "--input_filename",
+        dest="input",
+        required=True,
+        metavar="FILE",
+        help="simulator log or trace",
+    )
+    parser.add_argument(
+        "--output",
+        "--output_filename",
+        dest="output",
+        required=True,
+        metavar="FILE",
+        help="Chrome trace JSON to write",
+    )
+    parser.add_argument(
+        "--num-npus",
         "--num_npus",
+        dest="num_npus",
         type=arg_types.npus,
+        metavar="N",
         help=f"NPUs in the log (astra-sim format; 1 to {arg_types.MAX_NPUS:,})",
     )
     parser.add_argument(
+        "--npu-frequency",
         "--npu_frequency",
+        dest="npu_frequency",
         type=arg_types.finite_positive,
         metavar="MHZ",
         help="NPU clock in MHz, to turn cycles into microseconds (astra-sim format)",
@@ -49,9 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="astra-sim: issue/callback log (default); chakra-sim: chakra_sim --timeline JSON",
     )
     parser.add_argument(
-        "--log_filename",
         "--log-filename",
+        "--log_filename",
         dest="log_filename",
+        metavar="FILE",
         help="also write this tool's log to this file (replaced when the tool ends)",
     )
     add_log_level_option(parser)
@@ -60,13 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _convert(args: argparse.Namespace) -> None:
     if args.input_format == "astra-sim" and (args.num_npus is None or args.npu_frequency is None):
-        raise UsageError("the astra-sim log format needs --num_npus and --npu_frequency")
-    prepare_outputs([args.output_filename, args.log_filename], [args.input_filename])
+        raise UsageError("the astra-sim log format needs --num-npus and --npu-frequency")
+    prepare_outputs([args.output, args.log_filename], [args.input])
     with log_file(args.log_filename):
-        trace = timeline(args.input_filename, args.input_format, args.num_npus, args.npu_frequency)
-        with atomic_output(args.output_filename, text=True) as out:
-            dump_finite(trace, out, args.output_filename)
-        logger.info("wrote %d events to %s", len(complete_events(trace)), args.output_filename)
+        trace = timeline(args.input, args.input_format, args.num_npus, args.npu_frequency)
+        with atomic_output(args.output, text=True) as out:
+            dump_finite(trace, out, args.output)
+        logger.info("wrote %d events to %s", len(complete_events(trace)), args.output)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -10,7 +10,9 @@ from typing import Any, Optional
 
 import msgspec
 
+from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.errors import ChakraError, InputsFailedError
 from chakra.et.summary import summarize_et
 from chakra.ingest.detect import TraceKind, load_json_trace, sniff_kind
 from chakra.ingest.host_model import HostTrace
@@ -18,7 +20,7 @@ from chakra.ingest.summary import summarize_device_trace, summarize_host_trace
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_trace_info",
         description="Load a trace (host ET, Kineto or Chakra ET; gzip or not) and summarise it.",
     )
@@ -48,8 +50,18 @@ def _print(path: str, summary: dict[str, Any], as_json: bool) -> None:
 
 
 def _info(args: argparse.Namespace) -> None:
+    """Summarise every file, in order; a file that cannot be read does not stop the others:
+    each is reported in one line at the end, and the status is then 1."""
+    failed: list[ChakraError] = []
     for path in args.paths:
-        _print(path, summarize(path), args.json)
+        try:
+            summary = summarize(path)
+        except ChakraError as exc:
+            failed.append(exc)
+            continue
+        _print(path, summary, args.json)
+    if failed:
+        raise InputsFailedError(f"{len(failed)} of {len(args.paths)} files failed", failed)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -1,7 +1,8 @@
 """``chakra_trace_link``: merge a host execution trace with its Kineto trace into ET+.
 
-Accepts both spellings of the reference tool (``--chakra-host-trace``/``--pytorch-et-file``,
-``--chakra-device-trace``/``--kineto-file``), and a batch form over folders of ranks.
+Takes ``--host-trace``/``--device-trace`` and both spellings of the reference tool
+(``--chakra-host-trace``/``--pytorch-et-file``, ``--chakra-device-trace``/``--kineto-file``),
+and a batch form over folders of ranks.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.cli import arg_types
+from chakra.cli.conventions import ToolArgumentParser, add_rank_trace_options
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
@@ -27,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_trace_link",
         description="Link a PyTorch host execution trace with its Kineto trace into ET+ JSON.",
     )
@@ -39,20 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_one_rank_options(one: argparse._ArgumentGroup) -> None:
-    one.add_argument(
-        "--chakra-host-trace",
-        "--pytorch-et-file",
-        "--host-trace",
-        dest="host_trace",
-        help="host execution trace (.json or .json.gz)",
-    )
-    one.add_argument(
-        "--chakra-device-trace",
-        "--kineto-file",
-        "--device-trace",
-        dest="device_trace",
-        help="Kineto trace of the same run (.json or .json.gz)",
-    )
+    add_rank_trace_options(one)
     one.add_argument("--output-file", help="ET+ JSON to write (.gz compresses)")
     one.add_argument(
         "--rank", type=arg_types.nonneg_int, help="rank of this pair (checked against the trace)"
@@ -136,8 +125,8 @@ def _link_one(args: argparse.Namespace) -> None:
     missing = [
         flag
         for flag, value in (
-            ("--chakra-host-trace", args.host_trace),
-            ("--chakra-device-trace", args.device_trace),
+            ("--host-trace", args.host_trace),
+            ("--device-trace", args.device_trace),
             ("--output-file", args.output_file),
         )
         if not value
@@ -148,13 +137,13 @@ def _link_one(args: argparse.Namespace) -> None:
         args.device_trace,
         (TraceKind.KINETO,),
         "chakra_trace_link",
-        "a Kineto trace as --chakra-device-trace",
+        "a Kineto trace as --device-trace",
     )
     require_kind(
         args.host_trace,
         (TraceKind.HOST_ET, TraceKind.ET_PLUS),
         "chakra_trace_link",
-        "a host execution trace as --chakra-host-trace",
+        "a host execution trace as --host-trace",
     )
     prepare_outputs([args.output_file, args.report], [args.host_trace, args.device_trace])
     options, coverage = _options(args)

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from chakra.cli.runner import add_log_level_option, run_tool
+from chakra.cli.conventions import ToolArgumentParser
+from chakra.cli.runner import add_log_level_option, each_input, run_tool
 from chakra.errors import ChakraError, TraceFormatError, ValidationFailedError
 
 logger = logging.getLogger(__name__)
@@ -19,7 +20,7 @@ WANTS = "a Chakra ET (.et, chakra_converter's output)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="chakra_validate",
         description=(
             "Validate Chakra ET files (ids, deps, cycles, feeder attributes); with several"
@@ -81,13 +82,10 @@ def _validate(args: argparse.Namespace) -> None:
         to_json,
     )
 
-    for path in args.files:
-        require_kind(
-            path,
-            (TraceKind.CHAKRA_ET,),
-            "chakra_validate",
-            "a Chakra ET (.et, chakra_converter's output)",
-        )
+    each_input(
+        args.files,
+        lambda path: require_kind(path, (TraceKind.CHAKRA_ET,), "chakra_validate", WANTS),
+    )
     if len(args.files) > 1:  # rank = each file's own (metadata or name), not its position
         from chakra.simulate.rank_order import files_in_rank_order
 
