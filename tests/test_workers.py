@@ -231,3 +231,23 @@ def test_an_error_that_cannot_cross_is_replaced_not_a_dead_pool(tblib: bool) -> 
     assert first == "_TwoArgumentError in a worker process: a.json: broken"
     assert "in _raise_two_argument_error" in "\n".join(where)
     assert type(chakra) is ChakraError and str(chakra) == "a.json: broken"
+
+
+def test_a_stop_signal_outside_a_task_is_noted_and_no_task_starts_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Raised while a worker passed a result back (under the result queue's lock), the stop
+    could leave that lock held, and the pool's shutdown waited for the worker forever (a
+    Ctrl-C of chakra_pipeline -j 2 hung about once in 20)."""
+    import chakra.workers as workers
+
+    monkeypatch.setattr(workers, "_started", True)
+    monkeypatch.setattr(workers, "_stopped_by", 0)
+    workers._on_stop(signal.SIGINT, None)  # idle or sending a result back: nothing raised
+    assert workers._stopped_by == signal.SIGINT
+    ended: list[int] = []
+    monkeypatch.setattr(os, "_exit", ended.append)
+    ran: list[bool] = []
+    with pytest.raises(KeyboardInterrupt):
+        workers._task(ran.append, True)
+    assert ran == [] and ended == [128 + signal.SIGINT]

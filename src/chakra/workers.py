@@ -9,9 +9,12 @@ Two guards, in each worker: on Linux the kernel sends it SIGKILL when its parent
 Interrupted (the block of ``with process_pool(n)`` raises, e.g. Ctrl-C or SIGTERM), the
 pool sends SIGTERM to its workers: a task under way raises
 :class:`~chakra.errors.Terminated` and unwinds (its temporaries removed), then the worker
-ends; an idle worker ends at once; the pool waits for them, and tasks not started are
-cancelled. A worker treats SIGINT (Ctrl-C reaches the whole process group) the same way,
-raising KeyboardInterrupt, so it prints nothing: the parent reports. Workers start with
+ends; an idle worker (or one passing a result back) only notes the signal, as it may hold a
+queue's lock that raising there could leave held (a peer and the pool's shutdown then waited
+for it forever), starts no task after it and ends on the sentinel the pool's shutdown sends
+each worker; the pool waits for them, and tasks not started are cancelled. A worker treats
+SIGINT (Ctrl-C reaches the whole process group) the same way, raising KeyboardInterrupt, so
+it prints nothing: the parent reports. Workers start with
 both signals held back until their handlers are set (a signal in that window met the
 parent's inherited handler and printed a traceback). A worker that dies without reporting
 (kill -9, out of memory) makes the block raise :class:`~chakra.errors.WorkerDiedError`.
@@ -98,6 +101,8 @@ def _task(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     global _in_task
     _in_task = True
     try:
+        if _stopped_by:  # stopped while idle: this task does not start
+            raise Terminated() if _stopped_by == signal.SIGTERM else KeyboardInterrupt()
         return fn(*args, **kwargs)
     except Exception as exc:
         stand_in = _passable(exc)
@@ -131,17 +136,18 @@ def _passable(error: Exception) -> Exception:
 def _on_stop(signum: int, frame: Optional[FrameType]) -> None:
     """In a worker, on SIGTERM or SIGINT (Ctrl-C reaches the whole process group): unwind
     the task under way (its clean-up runs, a second signal does not cut it short; then the
-    worker ends, the parent reports), or end quietly when idle. Idle, it raises SystemExit
-    rather than exiting on the spot: a worker waiting for work holds the task queue's lock,
-    which the unwinding releases (left held, it would block the other workers forever)."""
+    worker ends, the parent reports). Outside a task, only note it: the worker then waits
+    for work or passes a result back, under a queue's lock that an exception raised between
+    its acquiring and the block that releases it would leave held, blocking the other
+    workers and the pool's shutdown forever (a Ctrl-C of ``chakra_pipeline -j 2`` hung so
+    about once in 20); it starts no task after this (:func:`_task`) and ends on the
+    sentinel that the pool's shutdown sends every worker."""
     global _stopped_by
     if not _started:  # in the pool's initializer (which would print the exception): no lock
         os._exit(128 + signum)  # is held yet, end on the spot
     first = not _stopped_by
     _stopped_by = _stopped_by or signum
-    if not _in_task:
-        raise SystemExit(128 + _stopped_by)
-    if first:
+    if _in_task and first:
         raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 

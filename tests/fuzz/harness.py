@@ -339,9 +339,24 @@ def _error_verdict(
     for folder, files in before.folders.items():
         now = _listing(Path(folder))
         changed = sorted(name for name, stat in now.items() if files.get(name) != stat)
+        if result.prog == "chakra_pipeline":  # it keeps the ranks it finished (by design)
+            changed = [name for name in changed if not _finished_work(Path(folder) / name)]
         if changed:
             return _failure(result, "output-on-error", f"status {code} but wrote {changed[0]}")
     return Outcome(Verdict.CLEAN_ERROR, reason=message)
+
+
+def _finished_work(path: Path) -> bool:
+    """Whether ``path`` is what a failed ``chakra_pipeline`` keeps: a folder of finished
+    ranks only (each manifest with the outputs it names, and a comm-group file), or one of
+    those files."""
+    from chakra.pipeline.resume import finished_work
+
+    folder = path if path.is_dir() else path.parent
+    names = {p.name for p in folder.iterdir()} if path.is_dir() else {path.name}
+    ranks = finished_work(folder).names if folder.is_dir() else frozenset()
+    groups = {name for name in names if name.endswith(".comm_groups.json")}
+    return bool(ranks) and names <= ranks | groups
 
 
 def _names(message: str, name: str) -> bool:

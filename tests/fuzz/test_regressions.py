@@ -418,7 +418,8 @@ def test_pipeline_of_one_rank_whose_send_has_no_known_peer(base: dict[str, Path]
     """gloo rank 0 alone, its process_group:init table without ``pg_name``: no group names
     the send's peer, and no other rank is given. chakra_pipeline used to write a ``.et``
     with a send lacking ``comm_dst`` (which chakra_validate rejects) and exit 0; now one
-    line names the file and node, status 1, and the fresh output folder is gone."""
+    line names the file and node, status 1, and the fresh output folder keeps only the
+    rank it finished (its manifest, ET+ and .et: a rerun given the other rank reuses it)."""
 
     def edit(nodes: list[dict]) -> None:
         node = _node_named(nodes, "## process_group:init ##")
@@ -436,7 +437,8 @@ def test_pipeline_of_one_rank_whose_send_has_no_known_peer(base: dict[str, Path]
     result, outcome = check(run)
     assert outcome.verdict is Verdict.CLEAN_ERROR, result.stderr
     assert "send/recv in all): the peer rank is unknown" in result.stderr
-    assert not (out / "run").exists()
+    kept = {"rank0.report.json", "rank0.et_plus.json", "workload.0.et"}
+    assert {path.name for path in (out / "run").iterdir()} == kept
 
 
 def test_process_group_name_with_a_lone_surrogate(base: dict[str, Path], tmp_path: Path) -> None:

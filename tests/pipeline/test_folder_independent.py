@@ -72,8 +72,9 @@ def test_inputs_are_named_relative_to_the_folder_holding_them_all(
 def test_the_job_files_appear_together_or_not_at_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The last rename (report.html) fails: report.json, timeline.json, the plot and the
-    group file written before it are removed again; the ranks' files stay to resume from."""
+    """The last rename (report.html) fails: report.json, timeline.json and the plot written
+    before it are removed again; the ranks' files stay to resume from, and the comm-group
+    file, committed with the .et family before the simulation."""
     generate_job(SynthOptions(seed=5, ranks=2, steps=1, ops_per_step=20), tmp_path / "traces")
     out = tmp_path / "out"
     out.mkdir()
@@ -89,5 +90,5 @@ def test_the_job_files_appear_together_or_not_at_all(
         run_pipeline(ranks_in_folder(tmp_path / "traces"), out, what_if=[])
     assert sorted(path.name for path in out.iterdir()) == [
         "rank0.et_plus.json", "rank0.report.json", "rank1.et_plus.json", "rank1.report.json",
-        "workload.0.et", "workload.1.et",
+        "workload.0.et", "workload.1.et", "workload.comm_groups.json",
     ]  # fmt: skip

@@ -9,6 +9,7 @@ import logging
 import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import Future, as_completed
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -244,7 +245,8 @@ def link_ranks(
     (report or error), in rank order. Ranks run in ``workers`` processes. The files appear
     together, when every rank succeeded, or not at all (a failed rank leaves none). With a
     ``group`` the files join it, for its owner to commit with others (a failed rank
-    discards the whole group)."""
+    discards the whole group). Interrupted (Ctrl-C, SIGTERM), the ranks linked before stay,
+    each file whole (:func:`_keep_linked`); the group's other files do not."""
     owner = os.getpid()
     jobs = [
         _RankJob(pair, output_dir / f"rank{pair.rank}.et_plus{suffix}", options, coverage, owner)
@@ -252,19 +254,53 @@ def link_ranks(
     ]
     own = group is None
     group = AtomicGroup() if group is None else group
+    outcomes: list[_RankOutcome] = []
     try:
-        if workers <= 1:
-            outcomes = [_run_one(job) for job in jobs]
-        else:
-            with process_pool(workers) as pool:
-                outcomes = list(pool.map(_run_one, jobs))
+        _link_all(jobs, workers, outcomes)
         for outcome in outcomes:
             group.adopt(outcome.pending)
-    except BaseException:
+    except BaseException as exc:
         group.discard()
+        if isinstance(exc, KeyboardInterrupt):
+            _keep_linked(outcomes, output_dir)
         raise
     if any(outcome.result.error for outcome in outcomes):
         group.discard()
     elif own:
         group.commit()
     return [outcome.result for outcome in outcomes]
+
+
+def _link_all(jobs: list[_RankJob], workers: int, outcomes: list[_RankOutcome]) -> None:
+    """Link every job into ``outcomes`` (in the order of ``jobs``); when interrupted,
+    ``outcomes`` holds those finished by then."""
+    if workers <= 1:
+        for job in jobs:
+            outcomes.append(_run_one(job))
+        return
+    futures: list[Future] = []
+    try:
+        with process_pool(workers) as pool:
+            futures = [pool.submit(_run_one, job) for job in jobs]
+            for future in as_completed(futures):
+                future.result()  # a worker's own error (a bug, a dead worker) raises here
+    finally:  # after the pool's end, every result sent back is in: also those interrupted
+        outcomes.extend(
+            future.result()
+            for future in futures
+            if future.done() and not future.cancelled() and future.exception() is None
+        )
+
+
+def _keep_linked(outcomes: list[_RankOutcome], output_dir: Path) -> None:
+    """After an interrupt: move the files of the ranks linked whole into place (the rerun
+    need not link them again), and say which."""
+    linked = [outcome for outcome in outcomes if outcome.pending]
+    if not linked:
+        return
+    kept = AtomicGroup()
+    for outcome in linked:
+        kept.adopt(outcome.pending)
+    kept.commit()
+    ranks = ", ".join(str(outcome.result.rank) for outcome in linked)
+    logger.info("interrupted: kept the ranks linked before, in %s: %s", output_dir, ranks)

@@ -27,6 +27,9 @@ who forges a manifest together with the outputs it describes (the manifest is no
 from __future__ import annotations
 
 import logging
+import os
+import re
+from pathlib import Path
 from typing import Any, Optional
 
 import msgspec
@@ -36,6 +39,7 @@ from chakra.errors import ChakraError
 from chakra.fileio import atomic_output, read_input
 from chakra.fileio.digest import FileDigest, file_digest, file_size
 from chakra.fileio.location import Location, join, missing, name_of
+from chakra.pipeline.fresh import FinishedWork
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +49,7 @@ ET_PREFIX = "workload"
 #: The version of the code that runs (not the installed distribution's metadata, which may
 #: describe another checkout than the one imported).
 VERSION = chakra.__version__
+_MANIFEST = re.compile(r"^rank(\d+)\.report\.json$")
 
 
 class Manifest(msgspec.Struct, frozen=True):
@@ -193,3 +198,36 @@ def reusable_entry(
         level = logging.DEBUG if verdict.reason == "not computed yet" else logging.INFO
         logger.log(level, "rank %d: recomputed (%s)", rank, verdict.reason)
     return verdict.entry
+
+
+def comm_groups_name(et_prefix: str = ET_PREFIX) -> str:
+    """The name of the ``.et`` family's comm-group file (ASTRA-sim's
+    ``--comm-group-configuration``)."""
+    return f"{et_prefix}.comm_groups.json"
+
+
+def finished_work(folder: Path, et_prefix: str = ET_PREFIX) -> FinishedWork:
+    """What a failed or interrupted run keeps in ``folder`` (:mod:`chakra.pipeline.fresh`):
+    every rank whose manifest was committed (written after its outputs, so they were too),
+    with the outputs it names, and the comm-group file, committed with the ``.et`` family
+    once every rank was done. Nothing is digested here: the rerun checks each rank by
+    content before reusing it."""
+    names: set[str] = set()
+    ranks = []
+    for entry in os.scandir(folder):
+        match = _MANIFEST.match(entry.name)
+        manifest = _load(Path(entry.path)) if match else None
+        if match is None or manifest is None or len(manifest.outputs) != 2:
+            continue
+        ranks.append(int(match[1]))
+        names.update([entry.name, *(output.path for output in manifest.outputs)])
+    if not ranks:
+        return FinishedWork()
+    shown = ", ".join(str(rank) for rank in sorted(ranks)[:8])
+    more = f" and {len(ranks) - 8} more" if len(ranks) > 8 else ""
+    what = f"rank{'s' if len(ranks) > 1 else ''} {shown}{more} (ET+, .et and manifest)"
+    groups = comm_groups_name(et_prefix)
+    if (folder / groups).is_file():
+        names.add(groups)
+        what += f" and {groups}"
+    return FinishedWork(frozenset(names), what)

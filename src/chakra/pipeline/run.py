@@ -29,9 +29,13 @@ Output folder layout::
     utilisation.png        busy fraction of each host thread and GPU stream over time,
                            simulated beside measured, one µs axis for every rank
 
-Whole or nothing: a run that fails (a bad input, a rank that does not link or convert)
-removes the local output folder when the run created it; in a folder that existed, what
-finished ranks wrote stays for the next run to resume from (:mod:`chakra.pipeline.fresh`).
+Finished work stays: a run that fails (a bad input, a rank that does not link or convert, a
+simulation that deadlocks) or is interrupted keeps every rank whose outputs and manifest
+were committed, for the next run to reuse, and the comm-group file (committed with the
+``.et`` family before the simulation); in a local folder it created, nothing else stays
+(no folder when no rank finished: :mod:`chakra.pipeline.fresh`). The job's files appear
+together or not at all. An error after the ``.et`` family names its step (``simulating the
+job: ...``).
 
 Inputs and the output folder may be URLs (``s3://bucket/job/``, ``file:///shared/job``, any
 fsspec protocol; see :mod:`chakra.fileio.location`), read and written by whichever process
@@ -40,6 +44,7 @@ runs the stage, so Dask workers need the same file system packages and credentia
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import sys
@@ -52,29 +57,26 @@ import msgspec
 
 from chakra.convert import ConvertOptions, convert_file
 from chakra.convert.group_file import write_comm_groups
-from chakra.errors import ChakraError, FileAccessError
+from chakra.errors import ChakraError
 from chakra.fileio import AtomicGroup
-from chakra.fileio.guard import refuse_overwriting_inputs
-from chakra.fileio.location import Location, join, location, missing, name_of
+from chakra.fileio.location import Location, join, location, name_of
 from chakra.fileio.stale import remove_stale_temporaries
 from chakra.link import LinkOptions
 from chakra.link.batch import RankPair, link_files
-from chakra.pipeline.fresh import output_folder
+from chakra.pipeline.fresh import job_step, output_folder
 from chakra.pipeline.naming import input_labels
 from chakra.pipeline.outputs import (
-    PAGE,
-    PLOT,
-    REPORT,
-    TIMELINE,
-    TIMELINE_GZ,
     OutputOptions,
     agreement_entry,
     write_outputs,
 )
+from chakra.pipeline.preflight import check_inputs, refuse_overwriting
 from chakra.pipeline.rank_report import RankReport, rank_reports
 from chakra.pipeline.resume import (
     ET_PREFIX,
+    comm_groups_name,
     digest_inputs,
+    finished_work,
     note_rewritten,
     rank_outputs,
     reusable_entry,
@@ -268,8 +270,8 @@ def run_pipeline(
     file system the workers share, or URLs they can reach (``s3://...``; fsspec needed).
     A missing input, or an input that an output would overwrite (same path, hard or
     symbolic link), is reported before anything is written; temporaries that killed runs
-    left in a local output folder are removed (:mod:`chakra.fileio.stale`). A local output
-    folder this run creates is removed when the run fails (:mod:`chakra.pipeline.fresh`).
+    left in a local output folder are removed (:mod:`chakra.fileio.stale`). Failing, a
+    folder it creates keeps only finished ranks (:mod:`chakra.pipeline.fresh`).
 
     ``resume``: ranks whose outputs this package wrote from the same inputs and options
     (by content: see :mod:`chakra.pipeline.resume`) are reused, so an interrupted run redoes
@@ -290,15 +292,15 @@ def run_pipeline(
     shown = checked_options(timeline, [files.rank for files in ranks])
     outputs = OutputOptions(plot, html, None if what_if is None else tuple(what_if), shown)
     output_dir = location(output_dir)
-    _check_inputs(ranks)
-    _refuse_overwriting(ranks, output_dir, et_prefix)
+    check_inputs(ranks)
+    refuse_overwriting(ranks, output_dir, et_prefix)
     rank_options = RankOptions(
         options or LinkOptions(),
         ConvertOptions(process_group_metadata=process_group_metadata),
         et_prefix,
     )
-    with output_folder(output_dir):  # a fresh folder: removed when the run fails
-        if isinstance(output_dir, Path):
+    with output_folder(output_dir, functools.partial(finished_work, et_prefix=et_prefix)):
+        if isinstance(output_dir, Path):  # failing, a fresh folder keeps only finished work
             remove_stale_temporaries(output_dir)
         return _stages(ranks, output_dir, rank_options, execution, outputs)
 
@@ -315,19 +317,16 @@ def _stages(
     require_ends(ets, agreement)
     rewritten = rewrite_files(ets, agreement)
     note_rewritten(output_dir, rewritten, et_prefix)
-    replay = simulate_files(ets, options=SimOptions(explain=True))
+    groups = join(output_dir, comm_groups_name(et_prefix)) if agreement.groups else None
+    if groups is not None:  # with the .et family, which ASTRA-sim runs whatever fails next
+        write_comm_groups(groups, agreement.groups)
+    with job_step("simulating the job", output_dir):
+        replay = simulate_files(ets, options=SimOptions(explain=True))
     reports = rank_reports(prepared, replay)
-    groups = join(output_dir, f"{et_prefix}.comm_groups.json") if agreement.groups else None
-    with AtomicGroup() as job_files:  # the job's files appear together, or none
-        if groups is not None:
-            write_comm_groups(groups, agreement.groups, job_files)
+    # the job's files appear together, or none
+    with job_step("the what-if runs and the job's outputs", output_dir), AtomicGroup() as job:
         files = write_outputs(
-            replay,
-            reports,
-            agreement_entry(agreement, rewritten),
-            output_dir,
-            outputs,
-            job_files,
+            replay, reports, agreement_entry(agreement, rewritten), output_dir, outputs, job
         )
     return PipelineResult(
         output_dir,
@@ -342,26 +341,6 @@ def _stages(
         files.what_if,
         files.job,
     )
-
-
-def _check_inputs(ranks: list[RankFiles]) -> None:
-    """Raise FileAccessError naming the first missing input (and how many are missing)."""
-    inputs = {files.host: ("host", files.rank) for files in ranks}
-    inputs.update({files.device: ("Kineto", files.rank) for files in ranks})
-    absent = missing(list(inputs))
-    if absent:
-        kind, rank = inputs[absent[0]]
-        more = f"; {len(absent) - 1} more inputs are missing" if len(absent) > 1 else ""
-        raise FileAccessError(f"{absent[0]}: no such file (the {kind} trace of rank {rank}){more}")
-
-
-def _refuse_overwriting(ranks: list[RankFiles], folder: Location, et_prefix: str) -> None:
-    """Raise when an output of the run would overwrite one of its inputs."""
-    names = [TIMELINE, TIMELINE_GZ, PLOT, REPORT, PAGE, f"{et_prefix}.comm_groups.json"]
-    outputs = [join(folder, name) for name in names]
-    for files in ranks:
-        outputs.extend(rank_outputs(folder, files.rank, et_prefix))
-    refuse_overwriting_inputs(outputs, [path for r in ranks for path in (r.host, r.device)])
 
 
 def _execution(

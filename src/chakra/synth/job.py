@@ -125,7 +125,9 @@ class _RankOutputs:
 def generate_job(options: SynthOptions, out_dir: PathLike) -> JobSummary:
     """Write every rank's files and ``job.truth.json`` into ``out_dir`` (created if needed).
 
-    The files appear together, whole, or not at all (:class:`~chakra.fileio.AtomicGroup`).
+    The files appear together, whole, or not at all (:class:`~chakra.fileio.AtomicGroup`):
+    interrupted, it writes none (the ranks run in lock step: none is finished before all are)
+    and says so.
     Raises :class:`FileAccessError` when ``out_dir`` cannot be written.
     """
     folder = Path(out_dir)
@@ -149,6 +151,9 @@ def generate_job(options: SynthOptions, out_dir: PathLike) -> JobSummary:
     except BaseException as exc:
         for output in outputs:
             output.discard()
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, SIGTERM
+            logger.info("interrupted: no file written into %s (the ranks are generated "
+                        "together, so none was finished)", folder)  # fmt: skip
         if isinstance(exc, OSError):
             raise FileAccessError(f"cannot write into {folder}: {exc.strerror or exc}") from exc
         raise
