@@ -193,8 +193,8 @@ def test_every_phase_of_a_big_input_reports(
         assert any(line.startswith(f"{what} (") for line in lines), (what, lines)
         assert any(line.startswith(f"{what}: ") and progress in line for line in lines), what
         assert any(line.startswith(f"{what}: done in ") for line in lines), what
-    assert any(line.startswith("simulating 2 ranks (") for line in lines), lines
-    assert any(line.startswith("simulating 2 ranks: done in ") for line in lines), lines
+    assert any(line.startswith("simulating 2 ranks, replay (") for line in lines), lines
+    assert any(line.startswith("simulating 2 ranks, replay: done in ") for line in lines), lines
 
 
 def test_a_bar_per_phase_on_a_terminal(
