@@ -19,6 +19,7 @@ from chakra.fileio import AtomicGroup, atomic_output
 from chakra.fileio.location import Location, join
 from chakra.ingest.json_input import dump_finite
 from chakra.pipeline.rank_report import RankReport
+from chakra.progress import activity
 from chakra.ranks import Agreement
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario, WhatIf, run_scenarios
 from chakra.simulate.sim_result import SimResult
@@ -98,25 +99,27 @@ def write_outputs(
                     "rank)", ", ".join(map(str, shown)), len(reports),
                     "the slowest, median and fastest" if options.timeline_ranks == TIMELINE_AUTO
                     else "as asked")  # fmt: skip
-    with atomic_output(timeline, text=True, group=group) as out:
+    with activity(f"writing {TIMELINE}"), atomic_output(timeline, text=True, group=group) as out:
         dump_finite(chrome_trace(result, compare=True, ranks=shown), out, timeline)
     picture = None
     if options.plot:
         picture = join(folder, PLOT)
-        _plot(result, picture, group, plotted_ranks(job, len(reports)))
+        with activity(f"drawing {PLOT}"):
+            _plot(result, picture, group, plotted_ranks(job, len(reports)))
     document = {"job": msgspec.to_builtins(job), "agreement": agreement,
                 "ranks": [msgspec.to_builtins(r) for r in reports],
                 "what_if": [msgspec.to_builtins(w) for w in what_if],
                 "timeline_ranks": list(shown) if shown is not None else TIMELINE_ALL}  # fmt: skip
     report = join(folder, REPORT)
-    with atomic_output(report, text=True, group=group) as out:
+    with activity(f"writing {REPORT}"), atomic_output(report, text=True, group=group) as out:
         dump_finite(document, out, report, indent=2, sort_keys=True)
     page = None
     if options.html:
         page = join(folder, PAGE)
         count = len(reports)
         title = f"Chakra pipeline report: {count} rank{'s' if count != 1 else ''}"
-        write_report_html(page, document, busy_series(result), title, group)
+        with activity(f"writing {PAGE}"):
+            write_report_html(page, document, busy_series(result), title, group)
     return OutputFiles(timeline, picture, report, page, what_if, job)
 
 
