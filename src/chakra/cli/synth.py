@@ -13,6 +13,7 @@ from chakra.cli import arg_types
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError
+from chakra.progress import activity
 from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
 from chakra.synth.invariants import validate_job
 from chakra.synth.options import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS
@@ -144,7 +145,8 @@ def _synth(args: argparse.Namespace) -> None:
     options = options_with_vintages(options, args.vintage)
     with new_folder(Path(args.output_dir)):
         prepare_outputs([], folders=[args.output_dir])
-        summary = generate_job(options, args.output_dir)
+        with activity(f"generating {options.ranks} ranks (in lock step) into {args.output_dir}"):
+            summary = generate_job(options, args.output_dir)
     gpu_ops = sum(rank.gpu_ops for rank in summary.ranks)
     logger.info("%d ranks, %d GPU ops, %d collectives", options.ranks, gpu_ops, summary.collectives)
     if args.validate:
