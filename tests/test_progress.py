@@ -17,7 +17,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -300,21 +300,28 @@ def bars(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     chakra.progress.choose_bars(None)
 
 
+def drawn_until(capsys: pytest.CaptureFixture, done: Callable[[str], bool]) -> str:
+    """What stderr got until ``done`` of it (the ticker draws; at most 5 s)."""
+    err, deadline = "", time.monotonic() + 5.0
+    while not done(err) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        err += capsys.readouterr().err
+    return err
+
+
 def test_a_phase_that_lasts_is_shown_and_its_clock_moves(
-    bars: None, caplog: pytest.LogCaptureFixture, capsys
+    bars: None, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger="chakra.progress"):
         with activity("quick"):
             pass
-        with activity("writing timeline.json"):
-            time.sleep(0.5)
+        quick = capsys.readouterr().err
+        with activity("writing timeline.json"):  # redrawn while nothing counts
+            err = drawn_until(capsys, lambda err: err.count("writing timeline.json [") >= 3)
     lines = messages(caplog)
     assert lines[0] == "writing timeline.json" and len(lines) == 2
     assert lines[1].startswith("writing timeline.json: done in ")
-    err = capsys.readouterr().err
-    assert "quick" not in err
-    draws = err.count("writing timeline.json [")
-    assert draws >= 3, err  # redrawn by the ticker while nothing counts
+    assert "quick" not in quick and err.count("writing timeline.json [") >= 3, err
 
 
 def test_a_step_phase_is_shown_late_with_its_step(
@@ -326,9 +333,8 @@ def test_a_step_phase_is_shown_late_with_its_step(
     with caplog.at_level(logging.INFO, logger="chakra.progress"), converting as progress:
         progress.step("indexing nodes")
         progress.step("breaking cycles")
-        time.sleep(0.3)
+        err = drawn_until(capsys, lambda err: "breaking cycles" in err)
     assert messages(caplog)[0] == "converting x"
-    err = capsys.readouterr().err
     assert "converting x:  33%|" in err and "breaking cycles" in err
 
 
