@@ -1,15 +1,25 @@
-"""Progress of the long phases of the tools: loading, linking, converting, simulating and
-writing big inputs.
+"""Progress of the long phases of the tools: pairing, loading, linking, converting,
+simulating, writing.
 
-A phase shown logs a start line, then shows progress (a tqdm bar when stderr is a terminal
-and this is the main process, else an INFO line at most every :data:`LOG_EVERY_S` seconds),
-and an end line with the seconds it took. A phase counts items (nodes, events), bytes of a
-file read as a stream, or named steps. It is shown only for a big input (at least
-:data:`MIN_ITEMS` items or :data:`MIN_BYTES` bytes) and when the ``chakra.progress`` logger
-takes INFO lines (the CLIs' default; ``--log-level WARNING`` silences it). A silent phase
-costs nothing per item: :meth:`Progress.tracked` hands the items back as they are. A shown
-one costs a clock read per :data:`CHECK_EVERY` items: it hands the items on in chunks
-(``itertools``, in C), not through a Python call per item.
+A phase shown logs a start line, then shows progress (a tqdm bar when bars are on: stderr
+is a terminal, or ``--progress``, and this is the main process; else an INFO line at most
+every :data:`LOG_EVERY_S` seconds), and an end line with the seconds it took. A phase
+counts items (nodes, events), bytes of a file read as a stream, or named steps, or nothing
+(:func:`activity`: its bar shows the time). It is shown for a big input (at least
+:data:`MIN_ITEMS` items or :data:`MIN_BYTES` bytes) and, when bars are on, once it has
+lasted :data:`SHOW_AFTER_S` seconds whatever its size; always only when the
+``chakra.progress`` logger takes INFO lines (the CLIs' default; ``--log-level WARNING``
+silences it). While a bar is open, a thread redraws it every :data:`TICK_S` seconds, so a
+terminal never goes quiet for long. A silent phase costs nothing per item:
+:meth:`Progress.tracked` hands the items back as they are. A shown one costs a clock read
+per :data:`CHECK_EVERY` items: it hands the items on in chunks (``itertools``, in C), not
+through a Python call per item.
+
+Log lines do not break bars: :class:`ConsoleHandler` (the CLIs' handler) clears the bars,
+writes the line and draws them again (tqdm's ``external_write_mode``, as
+``tqdm.contrib.logging`` does); in a worker process (forked: it inherits the handler) it
+clears the terminal's line before its own, and the main process draws its bar again on the
+next line at its next tick.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import logging
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
@@ -35,8 +46,13 @@ MIN_BYTES = 64 << 20
 CHECK_EVERY = 4096
 #: Seconds between two log lines when stderr is not a terminal.
 LOG_EVERY_S = 10.0
-#: ``unit`` of a phase that counts bytes (shown in MB) and of one that counts steps.
-BYTES, STEPS = "bytes", "steps"
+#: Seconds between two redraws of an open bar (its clock moves even when its count does not).
+TICK_S = 1.0
+#: Seconds after which a phase too small to be shown from its start is shown (bars on).
+SHOW_AFTER_S = 1.0
+#: ``unit`` of a phase that counts bytes (shown in MB), of one that counts steps, and of
+#: one that counts nothing (its bar shows the time it has taken).
+BYTES, STEPS, TIME = "bytes", "steps", "time"
 _MB = 1e6
 _END = object()
 
@@ -46,16 +62,40 @@ def megabytes(size: int) -> str:
     return f"{size / _MB:,.0f} MB"
 
 
+_bars_chosen: Optional[bool] = None  # --progress (True), --no-progress (False), or None
+
+
+def choose_bars(bars: Optional[bool]) -> None:
+    """Draw bars (``True``: ``--progress``), never (``False``: ``--no-progress``), or when
+    stderr is a terminal (``None``, the default)."""
+    global _bars_chosen
+    _bars_chosen = bars
+
+
 def _on_terminal() -> bool:
-    """Whether a bar can be drawn: stderr is a terminal, and this is the main process
-    (the workers of a pool would draw over each other)."""
-    return multiprocessing.current_process().name == "MainProcess" and sys.stderr.isatty()
+    """Whether a bar can be drawn: bars are on (:func:`choose_bars`; by default when stderr
+    is a terminal), and this is the main process (the workers of a pool would draw over
+    each other)."""
+    return multiprocessing.current_process().name == "MainProcess" and _interactive()
+
+
+def bars_on() -> bool:
+    """Whether this process draws progress bars (see :func:`choose_bars`)."""
+    return _on_terminal()
+
+
+def _interactive() -> bool:
+    """Whether someone watches: bars are on, or would be in the main process (a worker's
+    phases then log their start line once they last :data:`SHOW_AFTER_S`)."""
+    return sys.stderr.isatty() if _bars_chosen is None else _bars_chosen
 
 
 class Progress:
     """One phase of a tool, ``what`` (``"loading host ET x.json"``): ``done`` of ``total``
-    ``unit`` (items, :data:`BYTES` or :data:`STEPS`). Silent unless ``shown``; a silent
-    phase's methods do nothing. ``terminal`` overrides the check for a terminal."""
+    ``unit`` (items, :data:`BYTES` or :data:`STEPS`). Silent unless ``shown`` or, when bars
+    are on, until it has lasted :data:`SHOW_AFTER_S`; a silent phase's methods do nothing
+    but count. ``terminal`` overrides the check for bars (and a phase given it is never
+    shown late)."""
 
     def __init__(
         self,
@@ -68,30 +108,46 @@ class Progress:
         terminal: Optional[bool] = None,
     ) -> None:
         self.what = what
-        self.shown = shown and logger.isEnabledFor(logging.INFO)
+        talking = logger.isEnabledFor(logging.INFO)
+        self.shown = shown and talking
         self.total, self.unit, self.done = total, unit, 0
         self.log_every_s = LOG_EVERY_S if log_every_s is None else log_every_s
-        self.terminal = self.shown and (_on_terminal() if terminal is None else terminal)
-        self._step, self._steps = "", 0
+        bars = _on_terminal() if terminal is None else terminal
+        self.terminal = talking and bars
+        self._late = talking and not self.shown and terminal is None and _interactive()
+        self._ended = False
+        self._step, self._steps, self._detail = "", 0, ""
         self._bar: Any = None
+        self._lock = threading.Lock()
         self._started = self._last = time.monotonic()
 
     def start(self, detail: str = "") -> Progress:
-        """Log the start line, ``what (detail)``."""
+        """Log the start line, ``what (detail)`` (or keep it for when the phase is shown
+        late); the ticker redraws the phase's bar from now on."""
+        self._detail = detail
+        self._started = self._last = time.monotonic()
         if self.shown:
-            logger.info("%s (%s)" if detail else "%s%s", self.what, detail)
-            self._started = self._last = time.monotonic()
+            self._log_start()
+        if (self.shown and self.terminal) or self._late:
+            _ticker.watch(self)
         return self
+
+    def _log_start(self) -> None:
+        logger.info("%s (%s)" if self._detail else "%s%s", self.what, self._detail)
 
     def update(self, done: int) -> None:
         """``done`` units are done: move the bar, or log a line if it is time to."""
         if not self.shown:
+            self.done = done
             return
         if self.terminal:
-            bar = self._bar if self._bar is not None else self._open_bar()
-            if self._step:
-                bar.set_postfix_str(self._step, refresh=False)
-            bar.update(done - self.done)
+            with self._lock:
+                if self._ended:
+                    return
+                bar = self._bar if self._bar is not None else self._open_bar()
+                if self._step:
+                    bar.set_postfix_str(self._step, refresh=False)
+                bar.update(done - self.done)
         elif time.monotonic() - self._last >= self.log_every_s:
             self._last = time.monotonic()
             logger.info("%s: %s", self.what, self._state(done))
@@ -100,9 +156,25 @@ class Progress:
     def step(self, name: str) -> None:
         """The next of ``total`` steps begins, ``name`` (``"breaking cycles"``); the first
         call begins step 1."""
-        if self.shown:
-            self._step, self._steps = name, self._steps + 1
-            self.update(self._steps - 1)
+        self._step, self._steps = name, self._steps + 1
+        self.update(self._steps - 1)
+
+    def tick(self) -> None:
+        """From the ticker: show a phase that has lasted :data:`SHOW_AFTER_S` (its start
+        line, then a bar), and redraw its bar (the clock moves)."""
+        with self._lock:
+            if self._ended:
+                return
+            if self._late and time.monotonic() - self._started >= SHOW_AFTER_S:
+                self._late, self.shown = False, True
+                self._log_start()
+            if not (self.shown and self.terminal):
+                return
+            bar = self._bar if self._bar is not None else self._open_bar()
+            if self._step:
+                bar.set_postfix_str(self._step, refresh=False)
+            bar.n = self.done
+            bar.refresh()
 
     def tracked(
         self,
@@ -116,8 +188,10 @@ class Progress:
         the phase's) every :data:`CHECK_EVERY` items; ``position``, when given, says how far
         the phase is instead of the count (a stream's byte offset). ``finish``: end the phase
         when the items are exhausted. A silent phase returns ``items``' own iterator."""
-        if not self.shown:
+        if not (self.shown or self._late):
             return iter(items)
+        if (total, unit) != (None, None):
+            self._drop_bar()  # drawn for other units: the next update or tick draws anew
         self.total = self.total if total is None else total
         self.unit = self.unit if unit is None else unit
         return chain.from_iterable(self._chunks(iter(items), position, finish))
@@ -140,21 +214,30 @@ class Progress:
         finally:  # exhausted, or closed by a consumer that stopped (an error, a break)
             if finish and first is _END:
                 self.finish()
-            else:
+            elif finish:
                 self.close()
+            else:  # the phase goes on
+                self._drop_bar()
 
     def finish(self) -> None:
         """The phase is over: remove the bar and log ``what: done in S s``."""
+        self.close()
         if self.shown:
-            self.close()
             logger.info("%s: done in %.1f s", self.what, time.monotonic() - self._started)
             self.shown = False
 
     def close(self) -> None:
         """Remove the bar, if any (the phase failed or was abandoned: no end line)."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        _ticker.forget(self)
+        with self._lock:
+            self._late, self._ended = False, True
+        self._drop_bar()
+
+    def _drop_bar(self) -> None:
+        with self._lock:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
 
     def _state(self, done: int) -> str:
         if self.unit == STEPS:
@@ -170,10 +253,49 @@ class Progress:
         options: dict[str, Any] = {"unit": f" {self.unit}"}
         if self.unit == BYTES:
             options = {"unit": "B", "unit_scale": True, "unit_divisor": 1024}
-        self._bar = tqdm(
-            total=self.total or None, desc=self.what, file=sys.stderr, leave=False, **options
-        )
+        elif self.unit == TIME or not (self.total or self.done):  # nothing counted yet
+            options = {"bar_format": "{desc} [{elapsed}]"}
+        self._bar = tqdm(total=self.total or None, desc=self.what, file=sys.stderr,
+                         leave=False, initial=self.done, **options)  # fmt: skip
+        self._bar.start_t -= time.monotonic() - self._started  # the phase's time, not the bar's
         return self._bar
+
+
+class _Ticker:
+    """The thread that calls :meth:`Progress.tick` on the watched phases every
+    :data:`TICK_S` seconds; started by the first phase watched in a process."""
+
+    def __init__(self) -> None:
+        self._watched: list[Progress] = []
+        self._lock = threading.Lock()
+        self._pid = 0  # the process whose thread runs (a forked child starts its own)
+
+    def watch(self, progress: Progress) -> None:
+        with self._lock:
+            self._watched.append(progress)
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="progress-ticker", daemon=True).start()
+
+    def forget(self, progress: Progress) -> None:
+        with self._lock:
+            if progress in self._watched:
+                self._watched.remove(progress)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(TICK_S)
+            with self._lock:
+                watched = list(self._watched)
+            for progress in watched:
+                progress.tick()
+
+    def after_fork(self) -> None:
+        self._watched, self._lock, self._pid = [], threading.Lock(), 0
+
+
+_ticker = _Ticker()
+os.register_at_fork(after_in_child=_ticker.after_fork)
 
 
 @contextlib.contextmanager
@@ -238,3 +360,41 @@ def tracked(
         what, total >= least, total=total, unit=unit, log_every_s=log_every_s, terminal=terminal
     ).start(f"{total:,} {unit}")
     return progress.tracked(items, finish=True)
+
+
+def activity(what: str, detail: str = "") -> contextlib.AbstractContextManager[Progress]:
+    """A phase that counts nothing (writing a view, pairing traces): silent, unless bars
+    are on and it lasts :data:`SHOW_AFTER_S`; then ``what (detail)``, a bar showing the
+    time, and ``what: done in S s``."""
+    return phase(what, 0, detail=detail, unit=TIME)
+
+
+#: Clears a terminal's line and puts the cursor at its start.
+CLEAR_LINE = "\r\x1b[K"
+
+
+class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler writing to stderr (or ``stream``) whose lines do not break progress bars:
+    with bars drawn, it clears them, writes the line and draws them again; in a worker
+    process writing to a terminal, its lines begin by clearing the line (a bar of the main
+    process may be on it)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        super().__init__(stream if stream is not None else sys.stderr)
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if multiprocessing.current_process().name == "MainProcess":
+            return text
+        bars = _bars_chosen
+        if bars is None:
+            bars = bool(getattr(self.stream, "isatty", lambda: False)())
+        return CLEAR_LINE + text if bars else text
+
+    def emit(self, record: logging.LogRecord) -> None:
+        tqdm_module = sys.modules.get("tqdm")
+        if tqdm_module is None or not getattr(tqdm_module.tqdm, "_instances", None):
+            super().emit(record)
+            return
+        with tqdm_module.tqdm.external_write_mode(file=self.stream):
+            super().emit(record)

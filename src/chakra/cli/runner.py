@@ -15,13 +15,15 @@ from types import FrameType
 from typing import Any, Callable, Optional, TextIO
 
 from chakra.errors import ChakraError, InputsFailedError, Terminated, UsageError
+from chakra.progress import ConsoleHandler, choose_bars
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def add_log_level_option(parser: argparse.ArgumentParser, default: str = "INFO") -> None:
-    """``--log-level``; a subcommand's parser passes ``argparse.SUPPRESS`` so that the
-    option is taken on either side of the subcommand without one overriding the other."""
+    """``--log-level`` and ``--progress/--no-progress``; a subcommand's parser passes
+    ``argparse.SUPPRESS`` so that the options are taken on either side of the subcommand
+    without one overriding the other."""
     parser.add_argument(
         "--log-level",
         dest="log_level",
@@ -29,6 +31,13 @@ def add_log_level_option(parser: argparse.ArgumentParser, default: str = "INFO")
         type=str.upper,
         choices=LOG_LEVELS,
         help="how much to report on stderr (default: INFO)",
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=argparse.SUPPRESS if default == argparse.SUPPRESS else None,
+        help="progress bars on stderr (default: when stderr is a terminal); without them, "
+        "long phases still log a line now and then at INFO",
     )
 
 
@@ -54,8 +63,9 @@ def run_tool(
     logging.basicConfig(
         level=getattr(args, "log_level", "INFO"),
         format=f"{parser.prog}: %(levelname)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[ConsoleHandler(sys.stderr)],  # its lines do not break progress bars
     )
+    choose_bars(getattr(args, "progress", None))
     try:
         with sigterm_interrupts(), stdout_reader_may_leave():
             action(args)
@@ -80,6 +90,8 @@ def run_tool(
     except KeyboardInterrupt:
         print(f"{parser.prog}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        choose_bars(None)  # a tool run in-process (tests, notebooks) leaves no choice behind
     return 0
 
 

@@ -15,6 +15,7 @@ from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, SynthOptionsError, UsageError
+from chakra.progress import activity
 from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
 from chakra.synth.invariants import validate_job
 from chakra.synth.options import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS
@@ -128,7 +129,8 @@ def _synth(args: argparse.Namespace) -> None:
         raise UsageError(_in_flags(str(exc))) from None
     with new_folder(Path(args.output_dir)):
         prepare_outputs([], folders=[args.output_dir])
-        summary = generate_job(options, args.output_dir)
+        with activity(f"generating {options.ranks} ranks (in lock step) into {args.output_dir}"):
+            summary = generate_job(options, args.output_dir)
     gpu_ops = sum(rank.gpu_ops for rank in summary.ranks)
     logger.info("%d ranks, %d GPU ops, %d collectives", options.ranks, gpu_ops, summary.collectives)
     if args.validate:

@@ -10,6 +10,7 @@ from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest.detect import TraceKind, peek_kind
 from chakra.link.batch import TRACE_SUFFIXES, pair_by_rank, pair_ranks
 from chakra.pipeline.run import RankFiles
+from chakra.progress import activity
 
 logger = logging.getLogger(__name__)
 #: PyTorch's ``tensorboard_trace_handler`` names Kineto traces ``<worker>.<ms>.pt.trace.json``.
@@ -55,15 +56,17 @@ def ranks_in_folder(folder: Location) -> list[RankFiles]:
     ``*.pt.trace.json``), ranked by the rank they record; host ETs by name
     (:func:`is_host_name`) and content, ranked by their names (paired by
     :func:`chakra.link.batch.pair_ranks`)."""
-    listed = [(name_of(p), p) for p in list_folder(folder)]
-    devices = [p for name, p in listed if is_device_name(name)]
-    hosts = _host_traces([p for name, p in listed if is_host_name(name)])
-    pairs = pair_ranks(hosts, devices, folder, folder)
+    with activity(f"pairing the host and Kineto traces in {folder}"):
+        listed = [(name_of(p), p) for p in list_folder(folder)]
+        devices = [p for name, p in listed if is_device_name(name)]
+        hosts = _host_traces([p for name, p in listed if is_host_name(name)])
+        pairs = pair_ranks(hosts, devices, folder, folder)
     return [RankFiles(pair.rank, pair.host, pair.device) for pair in pairs]
 
 
 def ranks_in_folders(host_dir: Location, device_dir: Location) -> list[RankFiles]:
     """Every rank present in both a folder of host traces and one of Kineto traces, paired
     by rank (:func:`chakra.link.batch.pair_by_rank`)."""
-    pairs = pair_by_rank(host_dir, device_dir)
+    with activity(f"pairing the host traces in {host_dir} with the Kineto traces in {device_dir}"):
+        pairs = pair_by_rank(host_dir, device_dir)
     return [RankFiles(pair.rank, pair.host, pair.device) for pair in pairs]

@@ -29,6 +29,7 @@ from chakra.pipeline.timeline_file import (
     timeline_entry,
     write_timeline,
 )
+from chakra.progress import activity
 from chakra.ranks import Agreement
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario, WhatIf, run_scenarios
 from chakra.simulate.sim_result import SimResult
@@ -94,21 +95,24 @@ def write_outputs(
     else:
         what_if = run_scenarios(result, options.what_if)
     job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
-    timeline = write_timeline(result, folder, options.timeline, job, group)
-    picture = _plot(result, folder, options.plot, group, plotted_ranks(job, len(reports)))
+    with activity("writing the timeline"):
+        timeline = write_timeline(result, folder, options.timeline, job, group)
+    with activity(f"drawing {PLOT}"):
+        picture = _plot(result, folder, options.plot, group, plotted_ranks(job, len(reports)))
     document = {"job": msgspec.to_builtins(job), "agreement": agreement,
                 "ranks": [msgspec.to_builtins(r) for r in reports],
                 "what_if": [msgspec.to_builtins(w) for w in what_if],
                 "timeline": timeline_entry(result, options.timeline, job)}  # fmt: skip
     report = join(folder, REPORT)
-    with atomic_output(report, text=True, group=group) as out:
+    with activity(f"writing {REPORT}"), atomic_output(report, text=True, group=group) as out:
         dump_finite(document, out, report, indent=2, sort_keys=True)
     page = None
     if options.html:
         page = join(folder, PAGE)
         count = len(reports)
         title = f"Chakra pipeline report: {count} rank{'s' if count != 1 else ''}"
-        write_report_html(page, document, busy_series(result), title, group)
+        with activity(f"writing {PAGE}"):
+            write_report_html(page, document, busy_series(result), title, group)
     return OutputFiles(timeline, picture, report, page, what_if, job)
 
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import sys
 from collections.abc import Sequence
 from concurrent.futures import wait
 from pathlib import Path
@@ -85,6 +84,7 @@ from chakra.pipeline.resume import (
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
 from chakra.pipeline.summary import bound_line, job_lines, rank_table
 from chakra.pipeline.timeline_file import TimelineOptions, checked_options
+from chakra.progress import Progress, bars_on
 from chakra.ranks import agree_files, require_ends, rewrite_files
 from chakra.simulate.replay import SimOptions
 from chakra.simulate.run import simulate_files
@@ -150,15 +150,6 @@ def _link_and_convert(job: tuple[RankFiles, Location, RankOptions, Labels]) -> d
     }  # fmt: skip
     write_rank_report(report, entry, options, inputs, (et_plus, et))
     return entry
-
-
-def _progress(total: int) -> Any:
-    """A tqdm bar on a terminal, else None."""
-    if not sys.stderr.isatty() or total == 0:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="link + convert", unit="rank", file=sys.stderr)
 
 
 def _execute(work: list, execution: Execution, on_done: Any) -> list:
@@ -228,17 +219,18 @@ def _prepare(
             len(reused),
             len(ranks),
         )
-    bar = _progress(len(work))
+    bar = Progress("linking and converting", bars_on() and bool(work), total=len(work),
+                   unit="ranks").start(f"{len(work)} ranks")  # fmt: skip
 
     def on_done(_: Any) -> None:
-        if bar is not None:
-            bar.update()
+        bar.update(bar.done + 1)
 
     try:
         results = _execute(work, execution, on_done) if work else []
-    finally:
-        if bar is not None:
-            bar.close()
+    except BaseException:
+        bar.close()
+        raise
+    bar.finish()
     entries = sorted(reused + results, key=lambda r: r["rank"])
     return entries, sorted(entry["rank"] for entry in reused)
 

@@ -150,7 +150,7 @@ def model_only(result: SimResult) -> SimResult:
         durations = np.frombuffer(graph.duration_us, dtype=np.float64).copy()
         durations[unexplained_nodes(graph)] = 0.0
         graphs.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
-    return rerun(result, graphs)
+    return rerun(result, graphs, "model only")
 
 
 def critical_chain(result: SimResult, rank: int = 0) -> list[int]:

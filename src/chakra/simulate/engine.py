@@ -56,9 +56,10 @@ class Engine:
             return [0.0] * len(firsts)
         return [first - min(firsts) for first in firsts]
 
-    def run(self) -> None:
+    def run(self, label: str = "") -> None:
         """Simulate; on big graphs a phase of its own, a line when it begins and one when it
-        ends (:mod:`chakra.progress`; nothing inside the tuned passes)."""
+        ends (:mod:`chakra.progress`; nothing inside the tuned passes), named by ``label``
+        (``"replay"``, ``"what-if: GPU 2x faster"``) when given."""
         # the run allocates no reference cycles, but many small objects: the collector
         # would scan every big list again and again for nothing
         collecting = gc.isenabled()
@@ -66,7 +67,8 @@ class Engine:
         nodes = sum(len(graph.ids) for graph in self.graphs)
         ranks = f"{len(self.graphs)} rank" + ("s" if len(self.graphs) != 1 else "")
         try:
-            with phase(f"simulating {ranks}", nodes, detail=f"{nodes:,} nodes"):
+            what = f"simulating {ranks}" + (f", {label}" if label else "")
+            with phase(what, nodes, detail=f"{nodes:,} nodes"):
                 self._run()
         finally:
             if collecting:

@@ -47,7 +47,7 @@ def simulate(graphs: Sequence[SimGraph], options: Optional[SimOptions] = None) -
     SimulationError for graphs that cannot run (cycles, deadlocks). ``options``: None for
     :class:`SimOptions`' defaults."""
     options = options or SimOptions()
-    return summarised(run_graphs(graphs, options.network, options.ring), options)
+    return summarised(run_graphs(graphs, options.network, options.ring, "replay"), options)
 
 
 def summarised(result: SimResult, options: Optional[SimOptions] = None) -> SimResult:
@@ -65,26 +65,30 @@ def what_if(
     rules: Sequence[ScaleRule],
     network: Optional[NetworkModel] = None,
     ring: Optional[AstraRing] = None,
+    label: str = "",
 ) -> SimResult:
     """A bare run (times, no summaries) of copies of ``graphs`` with every matching rule
     of ``rules`` applied to each node's duration (factors of rules matching one node
     multiply), collectives timed by ``network`` (None: their recorded time), or with
     ASTRA-sim's ``ring``; ``nodes_matched`` says how many nodes each rule matched. The
     graphs given are left as they are. Raises ChakraError naming the first rule that
-    matches no node in any rank."""
+    matches no node in any rank. ``label`` names the run in progress lines (default:
+    ``what-if: `` and the rules)."""
     scaled, counts = scaled_graphs(graphs, rules)
-    result = run_graphs(scaled, network, ring)
+    label = label or "what-if: " + ",".join(rule.text for rule in rules)
+    result = run_graphs(scaled, network, ring, label)
     return msgspec.structs.replace(result, nodes_matched=tuple(counts))
 
 
 def what_if_of(
-    replay: SimResult, rules: Sequence[ScaleRule], network: Optional[NetworkModel] = None
-) -> SimResult:
+    replay: SimResult, rules: Sequence[ScaleRule], network: Optional[NetworkModel] = None,
+    label: str = "",
+) -> SimResult:  # fmt: skip
     """:func:`what_if` of ``replay``'s graphs, under ``network`` when given, else under
-    the model that timed ``replay``."""
+    the model that timed ``replay`` (``label``: as for :func:`what_if`)."""
     if network is not None:
-        return what_if(replay.graphs, rules, network)
-    return what_if(replay.graphs, rules, replay.network, replay.ring)
+        return what_if(replay.graphs, rules, network, label=label)
+    return what_if(replay.graphs, rules, replay.network, replay.ring, label)
 
 
 class Replay(msgspec.Struct, frozen=True):
@@ -112,6 +116,6 @@ def replay(
     replay's model). The what-if runs before the summaries, so that a rule that matches no
     node (ChakraError) costs one run, not three."""
     options = options or SimOptions()
-    bare = run_graphs(graphs, options.network, options.ring)
+    bare = run_graphs(graphs, options.network, options.ring, "replay")
     scaled = what_if_of(bare, rules, network) if rules or network is not None else None
     return Replay(summarised(bare, options), scaled)

@@ -145,7 +145,7 @@ def run_what_if(
     collectives timed by ``network`` (else ``replay``'s own model), and compare each
     rank's makespan with the replay's. Raises ChakraError naming the first rule that
     matches no node in any rank."""
-    scaled = what_if_of(replay, rules, network)
+    scaled = what_if_of(replay, rules, network, f"what-if: {name}")
     return compare(replay, scaled, [rule.text for rule in rules], network, name)
 
 

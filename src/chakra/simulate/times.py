@@ -19,18 +19,21 @@ def run_graphs(
     graphs: Sequence[SimGraph],
     network: Optional[NetworkModel] = None,
     ring: Optional[AstraRing] = None,
+    label: str = "",
 ) -> SimResult:
     """Simulate ``graphs`` (one per rank) together: with ``ring``, ASTRA-sim's resource
     model (:mod:`chakra.simulate.astra_events`); else each thread and stream in its fixed
     order, collectives timed by ``network`` (None: their recorded time). Raises
-    SimulationError for a graph that cannot run (a cycle, a deadlock)."""
+    SimulationError for a graph that cannot run (a cycle, a deadlock). ``label`` names
+    the run in progress lines (``"replay"``)."""
     engine = Engine(graphs, network) if ring is None else AstraEngine(graphs, ring)
-    engine.run()
+    engine.run(label)
     return SimResult(
         tuple(engine.graphs), frozen_times(engine.start), frozen_times(engine.end), network, ring
     )
 
 
-def rerun(result: SimResult, graphs: Sequence[SimGraph]) -> SimResult:
-    """A bare run of ``graphs`` under the model (network, ring) that timed ``result``."""
-    return run_graphs(graphs, result.network, result.ring)
+def rerun(result: SimResult, graphs: Sequence[SimGraph], label: str = "") -> SimResult:
+    """A bare run of ``graphs`` under the model (network, ring) that timed ``result``,
+    named ``label`` in progress lines."""
+    return run_graphs(graphs, result.network, result.ring, label)

@@ -90,7 +90,7 @@ def free_makespans(result: SimResult) -> Mapping[str, Sequence[float]]:
                 msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes()))
             )
         if any_time:
-            out[kind] = rerun(result, graphs).makespans()
+            out[kind] = rerun(result, graphs, f"slack: {FREE_LABELS[kind]}").makespans()
     return out
 
 
