@@ -3,6 +3,8 @@ converted: ``job.0.et`` and ``job.1.et``, for the visualizer's windows."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
+from chakra.cli.visualizer import main
 from chakra.convert import ConvertOptions, convert_file
 from chakra.et import read_et
 from chakra.link.batch import link_files
@@ -44,3 +47,24 @@ def viz_job(tmp_path_factory: pytest.TempPathFactory) -> VizJob:
         graph.add_node(node.id)
         graph.add_edges_from((dep, node.id) for dep in [*node.data_deps, *node.ctrl_deps])
     return VizJob((files[0], files[1]), (nodes[0], nodes[1]), graph)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A tool's exit status and what it wrote."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_visualizer(*args: object) -> Run:
+    """``chakra_visualizer ARGS`` in this process (its start-up, not under test here, costs
+    a second a run): its exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([*map(str, args), "--log-level", "WARNING"])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return Run(code, out.getvalue(), err.getvalue())

@@ -3,8 +3,6 @@ the dependencies of the run on the rest (checked against runs computed from the 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +17,13 @@ from chakra.et import (
     get_int_attr,
     write_et,
 )
-from tests.tools.conftest import VizJob
+from tests.tools.conftest import Run, VizJob, run_visualizer
 
 COMM = {NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE}
 
 
-def visualizer(*args: object) -> subprocess.CompletedProcess:
-    script = [sys.executable, "-m", "chakra.cli.visualizer", "--log-level", "WARNING"]
-    return subprocess.run([*script, *map(str, args)], capture_output=True, text=True, check=False)
+def visualizer(*args: object) -> Run:
+    return run_visualizer(*args)
 
 
 def _stream(node: Any) -> Any:

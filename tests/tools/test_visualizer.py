@@ -21,6 +21,7 @@ from chakra.errors import ChakraError
 from chakra.et import GlobalMetadata, Node, NodeType, add_attr, write_et
 from chakra.tools.visualize import Selection, dot_quote, select_nodes, to_networkx, visualize
 from chakra.tools.visualize_style import MAX_NAME_CHARS, PALETTES, Placement, VizNode, short_name
+from tests.tools.conftest import run_visualizer
 
 
 def visualizer(*args: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
@@ -271,7 +272,7 @@ def test_help_shows_hyphen_flags_and_reference_spellings_still_work(
     """--input/--output and the window options are what --help shows; the reference's
     --input_filename/--output_filename and the underscore spellings still work, hidden;
     no prefix of an option is taken (allow_abbrev=False)."""
-    shown = visualizer("--help")
+    shown = run_visualizer("--help")
     assert shown.returncode == 0
     for flag in ("--input FILE", "--output FILE", "--rank", "--nodes A-B", "--around NODE",
                  "--depth K", "--collapse-gpu", "--name-filter", "--max-nodes"):  # fmt: skip
@@ -287,12 +288,12 @@ def test_help_shows_hyphen_flags_and_reference_spellings_still_work(
     ]  # fmt: skip
     for k, args in enumerate(spellings):
         out = tmp_path / f"g{k}.graphml"
-        result = visualizer(*(str(out) if arg == "{out}" else arg for arg in args))
+        result = run_visualizer(*(str(out) if arg == "{out}" else arg for arg in args))
         assert result.returncode == 0, result.stderr
         assert sorted(nx.read_graphml(out).nodes) == ["1", "2", "3"]
-    abbreviated = visualizer("--inp", str(job), "--out", str(tmp_path / "a.dot"))
+    abbreviated = run_visualizer("--inp", str(job), "--out", str(tmp_path / "a.dot"))
     assert abbreviated.returncode == 2 and "required" in abbreviated.stderr
-    both = visualizer("--input", str(job), "--input_filename", str(job), "--output", "x.dot")
+    both = run_visualizer("--input", str(job), "--input_filename", str(job), "--output", "x.dot")
     assert both.returncode == 2 and "not allowed with" in both.stderr
 
 
@@ -307,7 +308,7 @@ def test_bad_window_values_are_usage_errors(
     job: Path, tmp_path: Path, args: list, message: str
 ) -> None:
     out = tmp_path / "g.dot"
-    result = visualizer("--input", str(job), "--output", str(out), *args)
+    result = run_visualizer("--input", str(job), "--output", str(out), *args)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert not out.exists()
