@@ -318,3 +318,26 @@ def test_viz_node_label_of_a_folded_run() -> None:
     place = Placement("gpu", "stream 7", (1, 0, 7))
     run = VizNode(5, "3 ops", (), (), "COMP", place, 12.5, ops=3, last_id=9)
     assert run.label() == "3 ops · ids 5-9\nCOMP · stream 7\n12.5 µs"
+
+
+def test_dot_text_comes_from_pydot_and_images_from_the_graphviz_package(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's "Dependencies and why": pydot writes the dot text, the graphviz package
+    renders (networkx's GraphML: test_graphml_round_trips_through_networkx)."""
+    import graphviz
+
+    monkeypatch.setattr(pydot.Dot, "to_string", lambda self: "digraph from_pydot {}\n")
+    visualize(trace, tmp_path / "g.dot")
+    assert (tmp_path / "g.dot").read_text() == "digraph from_pydot {}\n"
+    piped = []
+
+    def pipe(source: graphviz.Source, format: str, quiet: bool) -> bytes:
+        piped.append((source.source, format))
+        return b"drawn by graphviz"
+
+    monkeypatch.setattr(graphviz.Source, "pipe", pipe)
+    monkeypatch.setattr(shutil, "which", lambda program: f"/usr/bin/{program}")
+    visualize(trace, tmp_path / "g.pdf")
+    assert (tmp_path / "g.pdf").read_bytes() == b"drawn by graphviz"
+    assert piped == [("digraph from_pydot {}\n", "pdf")]

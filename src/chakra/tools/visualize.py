@@ -14,8 +14,9 @@ The libraries, each for what it does best: networkx holds the drawn graph (a mul
 whose edges carry ``dependency`` = ``data`` or ``control``) and writes GraphML; pydot turns
 that graph into dot text (data deps normal arrows, control deps dashed with tee arrows, the
 legend a cluster); the graphviz package runs Graphviz's ``dot`` program, which must be on
-``PATH``, to render ``.pdf``, ``.svg`` and ``.png``. pydot and graphviz load only when
-used. Every output is atomic: nothing is written on failure.
+``PATH``, to render ``.pdf``, ``.svg`` and ``.png``. The three load only when a drawing
+needs them (start-up and ``--help`` stay light). Every output is atomic: nothing is written
+on failure.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
-
-import networkx as nx
 
 from chakra.errors import AttributeKindError, EtFormatError, PathLike, VisualizerError
 from chakra.et import EtReader
@@ -44,6 +43,7 @@ from chakra.tools.visualize_style import (
 from chakra.tools.visualize_window import Selection, neighbourhood
 
 if TYPE_CHECKING:
+    import networkx as nx
     import pydot
 
 logger = logging.getLogger(__name__)
@@ -136,6 +136,8 @@ def to_networkx(nodes: Sequence[VizNode]) -> nx.MultiDiGraph:
     folded run's op count), ``last_id`` (a folded run's last op; -1: not folded) and
     ``fillcolor``; edge key and ``dependency`` attr = ``data`` or ``control``, so both
     kinds between one pair survive. The graph's ``legend`` maps fill colours to words."""
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
     colours = fills(node.place for node in nodes)
     graph.graph["legend"] = {colour: legend_text(place) for place, colour in colours.items()}
@@ -246,6 +248,8 @@ def visualize(
     if fmt == "graphml":
         graph = to_networkx(nodes)
         del graph.graph["legend"]  # GraphML holds no nested values; fillcolor is per node
+        import networkx as nx
+
         with atomic_output(output_path) as out:
             nx.write_graphml(graph, out)
     elif fmt == "dot":

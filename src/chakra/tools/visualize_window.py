@@ -18,7 +18,6 @@ from typing import Optional
 
 from chakra.errors import PathLike, UsageError, VisualizerError
 from chakra.et import EtReader
-from chakra.simulate.rank_order import ranked_file
 
 #: ``A-B`` or ``A:B`` (inclusive; either end may be left out), or one id ``A``.
 _RANGE = re.compile(r"^\s*(\d*)\s*[-:]\s*(\d*)\s*$")
@@ -131,6 +130,8 @@ def rank_file(paths: Sequence[str], rank: Optional[int]) -> str:
             f"{len(paths)} files given: choose the one to draw with --rank R"
             f" (files: {', '.join(paths[:4])}{', ...' if len(paths) > 4 else ''})"
         )
+    from chakra.simulate.rank_order import ranked_file  # numpy: only when --rank is given
+
     ranks = {}
     for path in paths:
         held = ranked_file(path).rank
