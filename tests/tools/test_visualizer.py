@@ -341,3 +341,15 @@ def test_dot_text_comes_from_pydot_and_images_from_the_graphviz_package(
     visualize(trace, tmp_path / "g.pdf")
     assert (tmp_path / "g.pdf").read_bytes() == b"drawn by graphviz"
     assert piped == [("digraph from_pydot {}\n", "pdf")]
+
+
+def test_legend_lists_every_resource_when_fills_repeat(tmp_path: Path) -> None:
+    """Seven threads share five blues: the legend still has a swatch for each."""
+    threads = 7
+    nodes = [_node(k, f"op{k}", NodeType.COMP_NODE, 1, tid=k) for k in range(threads)]
+    path, out = tmp_path / "t.et", tmp_path / "g.dot"
+    write_et(path, GlobalMetadata(version="0.0.4"), nodes)
+    visualize(path, out)
+    legend = [m.groups() for m in map(DOT_LEGEND.match, out.read_text().splitlines()) if m]
+    assert [words for words, _ in legend] == [f"CPU thread {k}" for k in range(threads)]
+    assert len({colour for _, colour in legend}) == len(PALETTES["cpu"])

@@ -135,12 +135,12 @@ def to_networkx(nodes: Sequence[VizNode]) -> nx.MultiDiGraph:
     whole name), ``type``, ``resource`` (empty: none), ``duration_us``, ``ops`` (1, or a
     folded run's op count), ``last_id`` (a folded run's last op; -1: not folded) and
     ``fillcolor``; edge key and ``dependency`` attr = ``data`` or ``control``, so both
-    kinds between one pair survive. The graph's ``legend`` maps fill colours to words."""
+    kinds between one pair survive. The graph's ``legend`` lists (words, fill colour) pairs."""
     import networkx as nx
 
     graph = nx.MultiDiGraph()
     colours = fills(node.place for node in nodes)
-    graph.graph["legend"] = {colour: legend_text(place) for place, colour in colours.items()}
+    graph.graph["legend"] = [(legend_text(place), colour) for place, colour in colours.items()]
     for node in nodes:
         graph.add_node(
             node.id,
@@ -164,12 +164,12 @@ def dot_quote(text: str) -> str:
     return '"' + escaped.replace("\r", "").replace("\n", "\\n") + '"'
 
 
-def _legend(colours: dict[str, str]) -> pydot.Subgraph:
+def _legend(swatches: Sequence[tuple[str, str]]) -> pydot.Subgraph:
     """A dashed box holding one swatch per fill used, in :func:`fills`' order."""
     import pydot
 
     legend = pydot.Subgraph("cluster_legend", label=dot_quote("fill: resource"), style="dashed")
-    for k, (colour, words) in enumerate(colours.items()):
+    for k, (words, colour) in enumerate(swatches):
         legend.add_node(pydot.Node(f"legend_{k}", label=dot_quote(words), fillcolor=colour))
     return legend
 
@@ -235,9 +235,9 @@ def visualize(
     max_nodes: Optional[int] = None,
 ) -> int:
     """Draw the selected nodes of ``input_path`` into ``output_path`` (format from its
-    extension; ``selection`` None: every node; ``max_nodes`` None:
-    :func:`default_max_nodes`); return the number of nodes
-    drawn (a folded run counts once). Nothing is written on failure."""
+    extension; ``selection`` None: every node; ``max_nodes`` None: :func:`default_max_nodes`);
+    return the number of nodes drawn (a folded run counts once). Nothing is written on
+    failure."""
     fmt = output_format(output_path)
     if fmt in RENDERED_FORMATS and shutil.which("dot") is None:
         raise VisualizerError(
