@@ -52,6 +52,7 @@ PROMISED = {
         "synthetic-results/report.json", "synthetic-results/workload.3.et",
     ],
     "write_et_plus": ["et_plus.json", "trace.et"],
+    "--collapse-gpu": ["window.dot", "around.dot"],
 }  # fmt: skip
 
 
@@ -190,3 +191,4 @@ def test_what_the_blocks_print(ran: tuple[Path, list]) -> None:
     assert what_if.startswith("--scale compute=0.5: ") and "what-if makespan" in what_if
     report = json.loads((folder / "results" / "report.json").read_text())
     assert [rank["rank"] for rank in report["ranks"]] == [0, 1]
+    assert "ops · ids " in (folder / "window.dot").read_text()  # GPU runs folded

@@ -1,5 +1,6 @@
 """``chakra_visualizer``: short labels, fills by resource, both edge kinds kept, dot
-escaping, selection, refusals."""
+escaping (written by pydot, read back by pydot), GraphML (networkx, read back by networkx),
+rendering through the graphviz package, selection, refusals, the flags and their aliases."""
 
 from __future__ import annotations
 
@@ -8,16 +9,19 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
 import networkx as nx
+import pydot
 import pytest
 
 from chakra.errors import ChakraError
 from chakra.et import GlobalMetadata, Node, NodeType, add_attr, write_et
-from chakra.tools.visualize import Selection, dot_quote, visualize
-from chakra.tools.visualize_style import MAX_NAME_CHARS, PALETTES, short_name
+from chakra.tools.visualize import Selection, dot_quote, select_nodes, to_networkx, visualize
+from chakra.tools.visualize_style import MAX_NAME_CHARS, PALETTES, Placement, VizNode, short_name
+from tests.tools.conftest import run_visualizer
 
 
 def visualizer(*args: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
@@ -57,6 +61,17 @@ def test_dot_escapes_labels_and_styles_edges(trace: Path, tmp_path: Path) -> Non
     assert "0 -> 1 [arrowhead=normal];" in text
     assert "0 -> 1 [arrowhead=tee, style=dashed];" in text
     assert dot_quote("a\nb") == '"a\\nb"'
+    with warnings.catch_warnings():  # pydot's parser uses pyparsing's old names
+        warnings.simplefilter("ignore", DeprecationWarning)
+        (parsed,) = pydot.graph_from_dot_data(text)  # pydot reads back what it wrote
+    labels = {n.get_name(): n.get("label") for n in parsed.get_nodes() if n.get("label")}
+    assert labels["1"] == '"comp\\\\1\\nINVALID\\n0 µs"'
+    edges = sorted(
+        (e.get_source(), e.get_destination(), e.get("arrowhead")) for e in parsed.get_edges()
+    )
+    assert edges == [("0", "1", "normal"), ("0", "1", "tee"), ("1", "2", "normal")]
+    (legend,) = parsed.get_subgraph("cluster_legend")
+    assert [n.get("label") for n in legend.get_nodes() if n.get("label")] == ['"no resource"']
 
 
 def test_selection_by_id_range_and_name(trace: Path, tmp_path: Path) -> None:
@@ -78,7 +93,9 @@ def test_max_nodes_refusal(trace: Path, tmp_path: Path) -> None:
     result = visualizer("--input_filename", str(trace), "--output_filename", str(out),
                         "--max-nodes", "2")  # fmt: skip
     assert result.returncode == 1
-    assert "more than 2 nodes" in result.stderr and "--id-range" in result.stderr
+    assert "more than 2 nodes to draw" in result.stderr
+    for option in ("--nodes A-B", "--around NODE --depth K", "--collapse-gpu", "--max-nodes"):
+        assert option in result.stderr
     assert not out.exists()
     visualize(trace, out, Selection(0, 1), max_nodes=2)
     assert out.exists()
@@ -109,12 +126,12 @@ def test_rendered_formats_go_through_dot(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "dot"
-    fake.write_text('#!/bin/sh\necho "format $1"\nwhile IFS= read -r line; do echo "$line"; done\n')
+    fake.write_text('#!/bin/sh\necho "args $*"\nwhile IFS= read -r line; do echo "$line"; done\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
     out = tmp_path / "g.svg"
-    visualize(trace, out)
-    assert out.read_text().startswith("format -Tsvg\ndigraph chakra_et {")
+    visualize(trace, out)  # the graphviz package pipes pydot's text through `dot -Tsvg`
+    assert out.read_text().startswith("args -Kdot -Tsvg\ndigraph chakra_et {")
     fake.write_text("#!/bin/sh\necho 'syntax error' >&2\nexit 3\n")
     with pytest.raises(ChakraError, match="syntax error"):
         visualize(trace, tmp_path / "h.png")
@@ -182,8 +199,8 @@ def job(tmp_path: Path) -> Path:
     return path
 
 
-DOT_NODE = re.compile(r'^  (\d+) \[label="(.*)", tooltip="(.*)", fillcolor="(#\w+)"\];$')
-DOT_LEGEND = re.compile(r'^    legend_\d+ \[label="(.*)", fillcolor="(#\w+)"\];$')
+DOT_NODE = re.compile(r'^(\d+) \[label="(.*)", tooltip="(.*)", fillcolor="(#\w+)"\];$')
+DOT_LEGEND = re.compile(r'^legend_\d+ \[label="(.*)", fillcolor="(#\w+)"\];$')
 
 
 def test_labels_say_name_type_resource_duration_and_fills_say_resource(
@@ -216,16 +233,15 @@ def test_labels_say_name_type_resource_duration_and_fills_say_resource(
         ("CPU thread 1", fill[0]), ("CPU thread 2", fill[1]), ("no resource", fill[6]),
         ("GPU stream 7", fill[2]), ("GPU d1 stream 8", fill[3]),
     ]  # fmt: skip
-    assert (
-        "  0 -> 2 [arrowhead=normal];" in lines and "subgraph cluster_legend {" in out.read_text()
-    )
+    assert "0 -> 2 [arrowhead=normal];" in lines and "subgraph cluster_legend {" in out.read_text()
 
     graphml = tmp_path / "g.graphml"
     assert visualize(job, graphml) == 7
     node = nx.read_graphml(graphml, force_multigraph=True).nodes
     assert node["2"] == {"label": "vectorized_elementwise_kernel\nCOMP · stream 7\n8.516 µs",
                          "name": ADD_KERNEL, "type": "COMP", "resource": "stream 7",
-                         "duration_us": 8.516, "fillcolor": fill[2]}  # fmt: skip
+                         "duration_us": 8.516, "ops": 1, "last_id": -1,
+                         "fillcolor": fill[2]}  # fmt: skip
     assert (node["6"]["resource"], node["5"]["fillcolor"]) == ("", fill[5])
 
 
@@ -237,3 +253,103 @@ def test_real_graphviz_renders_labels_tooltips_and_legend(job: Path, tmp_path: P
     assert 'xlink:title="void at::native::vectorized_elementwise_kernel&lt;4,' in svg
     assert ">vectorized_elementwise_kernel</text>" in svg and ">COMP · stream 7</text>" in svg
     assert ">GPU d1 stream 8</text>" in svg and "<title>cluster_legend</title>" in svg
+
+
+def test_graphml_round_trips_through_networkx(job: Path, tmp_path: Path) -> None:
+    """The GraphML networkx writes reads back, by networkx, as the graph it was made from."""
+    out = tmp_path / "g.graphml"
+    visualize(job, out)
+    back = nx.read_graphml(out, node_type=int, force_multigraph=True)
+    made = to_networkx(select_nodes(job, Selection(), max_nodes=100))
+    del made.graph["legend"]
+    assert dict(back.nodes(data=True)) == dict(made.nodes(data=True))
+    assert sorted(back.edges(keys=True, data=True)) == sorted(made.edges(keys=True, data=True))
+
+
+def test_help_shows_hyphen_flags_and_reference_spellings_still_work(
+    job: Path, tmp_path: Path
+) -> None:
+    """--input/--output and the window options are what --help shows; the reference's
+    --input_filename/--output_filename and the underscore spellings still work, hidden;
+    no prefix of an option is taken (allow_abbrev=False)."""
+    shown = run_visualizer("--help")
+    assert shown.returncode == 0
+    for flag in ("--input FILE", "--output FILE", "--rank", "--nodes A-B", "--around NODE",
+                 "--depth K", "--collapse-gpu", "--name-filter", "--max-nodes"):  # fmt: skip
+        assert flag in shown.stdout, flag
+    for hidden in ("--input_filename", "--output_filename", "_range", "--name_filter",
+                   "--max_nodes", "--id-range"):  # fmt: skip
+        assert hidden not in shown.stdout, hidden
+    spellings = [
+        ["--input", str(job), "--output", "{out}", "--nodes", "1-3"],
+        ["--input_filename", str(job), "--output_filename", "{out}", "--id_range", "1:3"],
+        ["--input", str(job), "--output_filename", "{out}", "--id-range", "1:3",
+         "--max_nodes", "3", "--name_filter", "."],
+    ]  # fmt: skip
+    for k, args in enumerate(spellings):
+        out = tmp_path / f"g{k}.graphml"
+        result = run_visualizer(*(str(out) if arg == "{out}" else arg for arg in args))
+        assert result.returncode == 0, result.stderr
+        assert sorted(nx.read_graphml(out).nodes) == ["1", "2", "3"]
+    abbreviated = run_visualizer("--inp", str(job), "--out", str(tmp_path / "a.dot"))
+    assert abbreviated.returncode == 2 and "required" in abbreviated.stderr
+    both = run_visualizer("--input", str(job), "--input_filename", str(job), "--output", "x.dot")
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--nodes", "9-3"], "is empty: 9 > 3"),
+    (["--nodes", "a-b"], "is not of the form A-B"),
+    (["--depth", "-1", "--around", "0"], "--depth"),
+    (["--depth", "2"], "--depth counts steps from --around's node"),
+    (["--rank", "x"], "--rank"),
+])  # fmt: skip
+def test_bad_window_values_are_usage_errors(
+    job: Path, tmp_path: Path, args: list, message: str
+) -> None:
+    out = tmp_path / "g.dot"
+    result = run_visualizer("--input", str(job), "--output", str(out), *args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_viz_node_label_of_a_folded_run() -> None:
+    place = Placement("gpu", "stream 7", (1, 0, 7))
+    run = VizNode(5, "3 ops", (), (), "COMP", place, 12.5, ops=3, last_id=9)
+    assert run.label() == "3 ops · ids 5-9\nCOMP · stream 7\n12.5 µs"
+
+
+def test_dot_text_comes_from_pydot_and_images_from_the_graphviz_package(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's "Dependencies and why": pydot writes the dot text, the graphviz package
+    renders (networkx's GraphML: test_graphml_round_trips_through_networkx)."""
+    import graphviz
+
+    monkeypatch.setattr(pydot.Dot, "to_string", lambda self: "digraph from_pydot {}\n")
+    visualize(trace, tmp_path / "g.dot")
+    assert (tmp_path / "g.dot").read_text() == "digraph from_pydot {}\n"
+    piped = []
+
+    def pipe(source: graphviz.Source, format: str, quiet: bool) -> bytes:
+        piped.append((source.source, format))
+        return b"drawn by graphviz"
+
+    monkeypatch.setattr(graphviz.Source, "pipe", pipe)
+    monkeypatch.setattr(shutil, "which", lambda program: f"/usr/bin/{program}")
+    visualize(trace, tmp_path / "g.pdf")
+    assert (tmp_path / "g.pdf").read_bytes() == b"drawn by graphviz"
+    assert piped == [("digraph from_pydot {}\n", "pdf")]
+
+
+def test_legend_lists_every_resource_when_fills_repeat(tmp_path: Path) -> None:
+    """Seven threads share five blues: the legend still has a swatch for each."""
+    threads = 7
+    nodes = [_node(k, f"op{k}", NodeType.COMP_NODE, 1, tid=k) for k in range(threads)]
+    path, out = tmp_path / "t.et", tmp_path / "g.dot"
+    write_et(path, GlobalMetadata(version="0.0.4"), nodes)
+    visualize(path, out)
+    legend = [m.groups() for m in map(DOT_LEGEND.match, out.read_text().splitlines()) if m]
+    assert [words for words, _ in legend] == [f"CPU thread {k}" for k in range(threads)]
+    assert len({colour for _, colour in legend}) == len(PALETTES["cpu"])

@@ -1,14 +1,16 @@
 """How ``chakra_visualizer`` shows a node: a short label and a fill colour by resource.
 
-A label has three lines: the node's short name (:func:`short_name`), its type and resource
-(``COMP · stream 7``, ``COMM_COLL · thread 3``) and its duration in µs. The fill says where
-the node runs, as the simulator places it (``chakra.simulate.sim_graph``): host ops
-(``is_cpu_op``, the default, or ``runs_on_host``) on their thread ``tid``, in shades of blue;
-GPU nodes on their ``stream`` (``d1 stream 7`` on a device other than 0), one hue per stream
-from pastel greens, yellows and purples; communication nodes (collectives, sends, receives)
-in reds and oranges, one per resource, wherever they run; a host node without ``tid`` (the
-converter's ``[delay]``) holds no resource and is white. Colours are given in the order of
-the resources' keys, so one graph always gets the same ones.
+A label (:meth:`VizNode.label`) has three lines: the node's short name (:func:`short_name`),
+its type and resource (``COMP · stream 7``, ``COMM_COLL · thread 3``) and its duration in
+µs; a run of GPU ops folded into one node (``--collapse-gpu``) says how many and their ids.
+The fill says where the node runs, as the simulator places it
+(``chakra.simulate.sim_graph``): host ops (``is_cpu_op``, the default, or ``runs_on_host``)
+on their thread ``tid``, in shades of blue; GPU nodes on their ``stream`` (``d1 stream 7``
+on a device other than 0), one hue per stream from pastel greens, yellows and purples;
+communication nodes (collectives, sends, receives) in reds and oranges, one per resource,
+wherever they run; a host node without ``tid`` (the converter's ``[delay]``) holds no
+resource and is white. Colours are given in the order of the resources' keys, so one graph
+always gets the same ones.
 """
 
 from __future__ import annotations
@@ -152,3 +154,32 @@ def legend_text(place: Placement) -> str:
     if place.resource is None:
         return "communication" if place.family == "comm" else "no resource"
     return f"{FAMILY_NAMES[place.family]} {place.resource}"
+
+
+@dataclass(frozen=True)
+class VizNode:
+    """What the drawing needs of one node: ``type`` is the ``NodeType`` name without
+    ``_NODE``, ``duration_us`` from ``duration_ns`` when present. A folded run of GPU ops
+    (:mod:`chakra.tools.visualize_fold`) is one VizNode whose ``id`` is its first op's,
+    ``last_id`` its last op's and ``ops`` their count; deps are then the run's."""
+
+    id: int
+    name: str
+    data_deps: tuple[int, ...]
+    ctrl_deps: tuple[int, ...]
+    type: str
+    place: Placement
+    duration_us: float
+    ops: int = 1
+    last_id: Optional[int] = None
+
+    def label(self) -> str:
+        """Three lines: short name (a folded run: its op count and ids); type and resource;
+        duration (a folded run: the sum of its ops')."""
+        where = f"{self.type} · {self.place.resource}" if self.place.resource else self.type
+        head = short_name(self.name) if self.ops == 1 else f"{self.ops:,} ops · {self.ids()}"
+        return f"{head}\n{where}\n{format_us(self.duration_us)}"
+
+    def ids(self) -> str:
+        """``id 7``, or a folded run's ``ids 7-19``."""
+        return f"id {self.id}" if self.last_id is None else f"ids {self.id}-{self.last_id}"
