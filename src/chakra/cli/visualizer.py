@@ -14,7 +14,7 @@ from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
 from chakra.ingest.detect import TraceKind, require_kind
-from chakra.tools.name_filter import MAX_REPEAT_COUNT, compile_filter
+from chakra.simulate.name_patterns import compile_name_pattern
 from chakra.tools.visualize import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES, visualize
 from chakra.tools.visualize_window import NodeRange, Selection, parse_node_range, rank_file
 
@@ -74,12 +74,10 @@ def _add_window(parser: argparse.ArgumentParser) -> None:
     window.add_argument(
         "--name-filter",
         dest="name_filter",
-        metavar="REGEX",
+        metavar="PATTERN",
         type=_name_filter,
-        help="only nodes whose name matches REGEX (re.search); refused: repetition "
-        f"counts above {MAX_REPEAT_COUNT:,} and the shapes that can take exponential time, a "
-        "variable repetition or an alternation inside a variable repetition ((a+)+, "
-        "(a|aa)*; a possessive ++ or atomic (?>...) group is fine)",
+        help="only nodes whose whole name matches PATTERN, a shell pattern as --scale "
+        "takes: * any characters, ? one ('*nccl*', 'aten::mm')",
     )
     window.add_argument(
         "--collapse-gpu",
@@ -145,10 +143,10 @@ def _node_range(text: str) -> NodeRange:
 
 
 def _name_filter(text: str) -> str:
-    """argparse's type for --name-filter: one that cannot be compiled, or that could take
-    exponential time, is a usage error (status 2) before any work."""
+    """argparse's type for --name-filter: an empty or overlong pattern is a usage error
+    (status 2) before any work."""
     try:
-        compile_filter(text)
+        compile_name_pattern(text)
     except ChakraError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text

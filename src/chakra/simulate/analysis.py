@@ -3,7 +3,6 @@ duration scaling, and reference-style log lines."""
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import math
 from array import array
@@ -15,6 +14,7 @@ import msgspec
 import numpy as np
 
 from chakra.errors import ChakraError, ScaleRuleError
+from chakra.simulate.name_patterns import has_wildcard, matching_names
 from chakra.simulate.selection import QUALIFIER, Qualifiers, class_mask, with_instance_facts
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import PathEntry, SimResult
@@ -94,10 +94,8 @@ class ScaleRule(msgspec.Struct, frozen=True):
         if self.target.startswith("name:"):
             name = self.target[len("name:") :]
             return np.fromiter((n == name for n in graph.names), bool, len(graph.names))
-        pattern = "".join({"[": "[[]", "]": "[]]"}.get(c, c) for c in self.target)
-        literal = not any(c in self.target for c in "*?")
-        hits = {n for n in set(graph.names) if fnmatch.fnmatchcase(n, pattern)}
-        if not literal:
+        hits = matching_names(self.target, graph.names)
+        if has_wildcard(self.target):
             hits -= {DELAY, IDLE}
         return np.fromiter((n in hits for n in graph.names), bool, len(graph.names))
 

@@ -29,7 +29,6 @@ doubling over the parent array, O(n log depth) with numpy.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 from array import array
@@ -41,6 +40,7 @@ import msgspec
 import numpy as np
 
 from chakra.errors import ScaleRuleError
+from chakra.simulate.name_patterns import matching_names
 from chakra.simulate.node_files import read_nodes
 from chakra.simulate.resources import gpu_mask
 from chakra.simulate.sim_graph import SimGraph
@@ -266,8 +266,7 @@ def _shape_mask(
 def _scope_mask(graph: SimGraph, scope: str, owner: np.ndarray) -> np.ndarray:
     """The nodes with an ancestor of their op whose name matches ``scope``."""
     names = graph.names
-    pattern = "".join({"[": "[[]", "]": "[]]"}.get(c, c) for c in scope)
-    hits = {n for n in set(names) if fnmatch.fnmatchcase(n, pattern)}
+    hits = matching_names(scope, names)
     direct = np.fromiter((n in hits for n in names), bool, len(names))
     parents = np.frombuffer(graph.parent_id, dtype=np.int64) if graph.parent_id else []
     parent = _positions(graph, np.asarray(parents, dtype=np.int64))

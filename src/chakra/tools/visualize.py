@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from chakra.errors import AttributeKindError, EtFormatError, PathLike, VisualizerError
 from chakra.et import EtReader
 from chakra.fileio import atomic_output
-from chakra.tools.name_filter import compile_filter
+from chakra.simulate.name_patterns import compile_name_pattern
 from chakra.tools.visualize_fold import collapse_gpu
 from chakra.tools.visualize_style import (
     VizNode,
@@ -89,7 +89,7 @@ def _viz_node(path: PathLike, node: Any) -> VizNode:
 def select_nodes(path: PathLike, selection: Selection, max_nodes: int) -> list[VizNode]:
     """Stream ``path`` and keep the nodes of ``selection``'s window, folded when it says
     so; more than ``max_nodes`` to draw raises, naming the options that draw less."""
-    pattern = compile_filter(selection.name_pattern) if selection.name_pattern else None
+    pattern = compile_name_pattern(selection.name_pattern) if selection.name_pattern else None
     near = None
     if selection.around is not None:
         near = neighbourhood(path, selection.around, selection.depth)

@@ -53,8 +53,8 @@ def parse_node_range(text: str) -> NodeRange:
 @dataclass(frozen=True)
 class Selection:
     """Which nodes to draw: ids in ``[first, last]`` (inclusive, either end open when None),
-    names matching ``name_pattern`` (``re.search``; patterns that could take exponential
-    time are refused: :mod:`chakra.tools.name_filter`), and, when ``around`` is given, the
+    whole names matching the shell pattern ``name_pattern`` (as ``--scale`` takes them:
+    :mod:`chakra.simulate.name_patterns`), and, when ``around`` is given, the
     nodes within ``depth`` dependency steps of node ``around``, upstream or downstream.
     ``collapse_gpu`` folds each GPU stream's runs of consecutive ops into one node each."""
 
@@ -80,7 +80,7 @@ class Selection:
         )
 
     def matches(self, node_id: int, name: str, pattern: Optional[re.Pattern]) -> bool:
-        return self.ids.holds(node_id) and (pattern is None or pattern.search(name) is not None)
+        return self.ids.holds(node_id) and (pattern is None or pattern.match(name) is not None)
 
 
 def neighbourhood(path: PathLike, centre: int, depth: int) -> frozenset[int]:
