@@ -196,7 +196,7 @@ def test_every_phase_of_a_big_input_reports(
     for name, value in (("MIN_ITEMS", 0), ("MIN_BYTES", 0), ("LOG_EVERY_S", 0),
                         ("CHECK_EVERY", 8)):  # fmt: skip
         monkeypatch.setattr(chakra.progress, name, value)
-    monkeypatch.setattr(chakra.progress, "_on_terminal", lambda: False)
+    monkeypatch.setattr(chakra.progress, "bars_on", lambda: False)
     with caplog.at_level(logging.INFO):
         _pipeline(job, tmp_path)
     lines = messages(caplog)
@@ -226,7 +226,7 @@ def test_a_bar_per_phase_on_a_terminal(
 ) -> None:  # fmt: skip
     for name, value in (("MIN_ITEMS", 0), ("MIN_BYTES", 0), ("CHECK_EVERY", 8)):
         monkeypatch.setattr(chakra.progress, name, value)
-    monkeypatch.setattr(chakra.progress, "_on_terminal", lambda: True)
+    monkeypatch.setattr(chakra.progress, "bars_on", lambda: True)
     with caplog.at_level(logging.INFO):
         _pipeline(job[:1], tmp_path)
     bars = capsys.readouterr().err
@@ -316,12 +316,12 @@ def test_a_phase_that_lasts_is_shown_and_its_clock_moves(
         with activity("quick"):
             pass
         quick = capsys.readouterr().err
-        with activity("writing timeline.json"):  # redrawn while nothing counts
-            err = drawn_until(capsys, lambda err: err.count("writing timeline.json [") >= 3)
+        with activity("writing the timeline"):  # redrawn while nothing counts
+            err = drawn_until(capsys, lambda err: err.count("writing the timeline [") >= 3)
     lines = messages(caplog)
-    assert lines[0] == "writing timeline.json" and len(lines) == 2
-    assert lines[1].startswith("writing timeline.json: done in ")
-    assert "quick" not in quick and err.count("writing timeline.json [") >= 3, err
+    assert lines[0] == "writing the timeline" and len(lines) == 2
+    assert lines[1].startswith("writing the timeline: done in ")
+    assert "quick" not in quick and err.count("writing the timeline [") >= 3, err
 
 
 def test_a_step_phase_is_shown_late_with_its_step(
@@ -496,5 +496,5 @@ def test_the_pipeline_never_leaves_a_terminal_quiet(tmp_path: Path) -> None:
     lines = rendered(output)
     assert not spliced(lines, "chakra_pipeline: "), lines
     for what in ("linking and converting", "converting", "simulating 2 ranks, replay",
-                 "what-if: GPU compute 2x faster", "writing timeline.json"):  # fmt: skip
+                 "what-if: GPU compute 2x faster", "writing the timeline"):  # fmt: skip
         assert any(what in line for line in lines), (what, lines)

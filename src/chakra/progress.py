@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import sys
 import threading
@@ -65,6 +64,12 @@ def megabytes(size: int) -> str:
 _bars_chosen: Optional[bool] = None  # --progress (True), --no-progress (False), or None
 
 
+def _in_main_process() -> bool:
+    """Not a worker: a process that has not imported multiprocessing is none (start-up)."""
+    processes = sys.modules.get("multiprocessing")
+    return processes is None or processes.current_process().name == "MainProcess"
+
+
 def choose_bars(bars: Optional[bool]) -> None:
     """Draw bars (``True``: ``--progress``), never (``False``: ``--no-progress``), or when
     stderr is a terminal (``None``, the default)."""
@@ -72,16 +77,11 @@ def choose_bars(bars: Optional[bool]) -> None:
     _bars_chosen = bars
 
 
-def _on_terminal() -> bool:
-    """Whether a bar can be drawn: bars are on (:func:`choose_bars`; by default when stderr
-    is a terminal), and this is the main process (the workers of a pool would draw over
-    each other)."""
-    return multiprocessing.current_process().name == "MainProcess" and _interactive()
-
-
 def bars_on() -> bool:
-    """Whether this process draws progress bars (see :func:`choose_bars`)."""
-    return _on_terminal()
+    """Whether this process draws progress bars: they are on (:func:`choose_bars`; by
+    default on a terminal) and this is the main process (workers would draw over each
+    other)."""
+    return _in_main_process() and _interactive()
 
 
 def _interactive() -> bool:
@@ -112,7 +112,7 @@ class Progress:
         self.shown = shown and talking
         self.total, self.unit, self.done = total, unit, 0
         self.log_every_s = LOG_EVERY_S if log_every_s is None else log_every_s
-        bars = _on_terminal() if terminal is None else terminal
+        bars = bars_on() if terminal is None else terminal
         self.terminal = talking and bars
         self._late = talking and not self.shown and terminal is None and _interactive()
         self._ended = False
@@ -384,7 +384,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
-        if multiprocessing.current_process().name == "MainProcess":
+        if _in_main_process():
             return text
         bars = _bars_chosen
         if bars is None:

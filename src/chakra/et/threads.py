@@ -13,33 +13,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 
 from chakra.errors import PathLike
 from chakra.et.attributes import get_str_attr, set_attr
+from chakra.ingest.et_plus_model import RecordedThread
 
 logger = logging.getLogger(__name__)
 
 #: The GlobalMetadata attribute's name.
 THREADS_ATTR = "threads"
-
-
-class RecordedThread(msgspec.Struct, frozen=True, gc=False):
-    """A replay thread (``tid``, as its nodes' ``tid`` attribute says) and the Kineto thread
-    it was recorded on: process and thread id (the operating system's) and the name Kineto
-    gave it ("" when none)."""
-
-    tid: int
-    kineto_pid: Union[int, str]
-    kineto_tid: Union[int, str]
-    name: str = ""
-
-    def track_name(self) -> str:
-        """The replay thread, then the profile's: ``thread 2 · thread 9001
-        (pt_gloo_runloop)`` (Kineto's name), ``thread 2 · tid 9001`` (no name)."""
-        return f"thread {self.tid} · {self.name or f'tid {self.kineto_tid}'}"
 
 
 _DECODER = msgspec.json.Decoder(list[RecordedThread])

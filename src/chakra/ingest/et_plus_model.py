@@ -9,7 +9,6 @@ from typing import Any, Optional, Union
 import msgspec
 
 from chakra.errors import PathLike
-from chakra.et.threads import RecordedThread
 from chakra.ingest.edges import Edge
 from chakra.ingest.host_json import NULL_JSON
 from chakra.ingest.host_model import HostAttr
@@ -90,6 +89,22 @@ class LinkSummary(msgspec.Struct, frozen=True, gc=False):
     evidence the measured times contradict, by kind, which the linker left out."""
 
     contradictions: dict[str, int] = {}
+
+
+class RecordedThread(msgspec.Struct, frozen=True, gc=False):
+    """A replay thread (``tid``, as its nodes' ``tid`` attribute says) and the Kineto thread
+    it was recorded on: process and thread id (the operating system's) and the name Kineto
+    gave it ("" when none)."""
+
+    tid: int
+    kineto_pid: Union[int, str]
+    kineto_tid: Union[int, str]
+    name: str = ""
+
+    def track_name(self) -> str:
+        """The replay thread, then the profile's: ``thread 2 · thread 9001
+        (pt_gloo_runloop)`` (Kineto's name), ``thread 2 · tid 9001`` (no name)."""
+        return f"thread {self.tid} · {self.name or f'tid {self.kineto_tid}'}"
 
 
 class LinkInfo(msgspec.Struct, frozen=True, gc=False):

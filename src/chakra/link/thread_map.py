@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from chakra.et.threads import RecordedThread
+from chakra.ingest.et_plus_model import RecordedThread
 from chakra.link.linked_trace import LinkedTrace
 
 

@@ -36,9 +36,10 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.et.reader import EtReader
-from chakra.et.threads import RecordedThread, get_threads
+from chakra.et.threads import get_threads
 from chakra.fileio.json_document import JsonDocument
 from chakra.ingest.detect import TraceKind, sniff_kind
+from chakra.ingest.et_plus_model import RecordedThread
 from chakra.simulate.analysis import critical_chain
 from chakra.simulate.meeting import START_RESOLUTION_US
 from chakra.simulate.resources import device_count
