@@ -15,20 +15,12 @@ import pytest
 from tests.cli.conftest import Runner, Traces
 from tests.cli.test_launch import SCRIPTS
 
-#: Scripts whose parser another helper of issue 32 converts ("graphviz": chakra_visualizer);
-#: expected to fail until that work is merged.
-CONVERTED_ELSEWHERE = {"chakra_visualizer"}
 #: A long option spelled with an underscore, anywhere in a help text.
 UNDERSCORE_FLAG = re.compile(r"(?<![\w-])--[a-z0-9-]*_[\w-]*")
 
 
 def _script_params() -> list[object]:
-    marks = {
-        name: pytest.mark.xfail(reason="helper 'graphviz' converts chakra_visualizer's flags",
-                                strict=False)
-        for name in CONVERTED_ELSEWHERE
-    }  # fmt: skip
-    return [pytest.param(name, marks=marks.get(name, ())) for name in sorted(SCRIPTS)]
+    return [pytest.param(name) for name in sorted(SCRIPTS)]
 
 
 def _parser(script: str) -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
 from chakra.ingest.detect import TraceKind, require_kind
-from chakra.simulate.name_patterns import compile_name_pattern
+from chakra.ingest.name_patterns import compile_name_pattern
 from chakra.tools.visualize import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES, visualize
 from chakra.tools.visualize_window import NodeRange, Selection, parse_node_range, rank_file
 

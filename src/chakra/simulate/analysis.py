@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 
 from chakra.errors import ChakraError, ScaleRuleError
-from chakra.simulate.name_patterns import has_wildcard, matching_names
+from chakra.ingest.name_patterns import has_wildcard, matching_names
 from chakra.simulate.selection import QUALIFIER, Qualifiers, class_mask, with_instance_facts
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
 from chakra.simulate.sim_result import PathEntry, SimResult

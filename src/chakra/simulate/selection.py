@@ -40,7 +40,7 @@ import msgspec
 import numpy as np
 
 from chakra.errors import ScaleRuleError
-from chakra.simulate.name_patterns import matching_names
+from chakra.ingest.name_patterns import matching_names
 from chakra.simulate.node_files import read_nodes
 from chakra.simulate.resources import gpu_mask
 from chakra.simulate.sim_graph import SimGraph

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from chakra.errors import AttributeKindError, EtFormatError, PathLike, VisualizerError
 from chakra.et import EtReader
 from chakra.fileio import atomic_output
-from chakra.simulate.name_patterns import compile_name_pattern
+from chakra.ingest.name_patterns import compile_name_pattern
 from chakra.tools.visualize_fold import collapse_gpu
 from chakra.tools.visualize_style import (
     VizNode,

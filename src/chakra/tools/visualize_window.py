@@ -54,7 +54,7 @@ def parse_node_range(text: str) -> NodeRange:
 class Selection:
     """Which nodes to draw: ids in ``[first, last]`` (inclusive, either end open when None),
     whole names matching the shell pattern ``name_pattern`` (as ``--scale`` takes them:
-    :mod:`chakra.simulate.name_patterns`), and, when ``around`` is given, the
+    :mod:`chakra.ingest.name_patterns`), and, when ``around`` is given, the
     nodes within ``depth`` dependency steps of node ``around``, upstream or downstream.
     ``collapse_gpu`` folds each GPU stream's runs of consecutive ops into one node each."""
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chakra.errors import ChakraError
-from chakra.simulate.name_patterns import compile_name_pattern, escaped, matching_names
+from chakra.ingest.name_patterns import compile_name_pattern, escaped, matching_names
 
 NAMES = ["aten::mm", "aten::addmm", "nccl:all_reduce", "ncclKernel_AllReduce[1]", "[idle]"]
 
