@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import copy
 from typing import Any, Callable, NoReturn, Optional, Union
 
 OptionContainer = Union[argparse.ArgumentParser, argparse._ArgumentGroup]
@@ -29,6 +28,8 @@ class PrimarySpellingFormatter(argparse.HelpFormatter):
         shown = shown_spellings(action.option_strings)
         if shown == action.option_strings:
             return super()._format_action_invocation(action)
+        import copy  # only when help is shown: start-up
+
         trimmed = copy.copy(action)
         trimmed.option_strings = shown
         return super()._format_action_invocation(trimmed)

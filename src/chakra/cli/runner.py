@@ -15,7 +15,6 @@ from types import FrameType
 from typing import Any, Callable, Optional, TextIO
 
 from chakra.errors import ChakraError, InputsFailedError, Terminated, UsageError
-from chakra.progress import ConsoleHandler, choose_bars
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -60,6 +59,8 @@ def run_tool(
     (:func:`stdout_reader_may_leave`).
     """
     args = parser.parse_args(argv)
+    from chakra.progress import ConsoleHandler, choose_bars  # after --help: start-up
+
     logging.basicConfig(
         level=getattr(args, "log_level", "INFO"),
         format=f"{parser.prog}: %(levelname)s: %(message)s",
