@@ -62,6 +62,14 @@ class ToolArgumentParser(argparse.ArgumentParser):
         super().error(message)
 
 
+def add_file_options(container: OptionContainer, input_help: str, output_help: str) -> None:
+    """A one-file tool's ``--input`` and ``--output`` (the reference's ``--input_filename``
+    and ``--output_filename``), both required."""
+    for name, what in (("input", input_help), ("output", output_help)):
+        container.add_argument(f"--{name}", f"--{name}_filename", dest=name, required=True,
+                               metavar="FILE", help=what)  # fmt: skip
+
+
 def add_rank_trace_options(
     container: OptionContainer, path_type: Callable[[str], Any] = str
 ) -> None:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
-from chakra.cli.conventions import ToolArgumentParser
+from chakra.cli.conventions import ToolArgumentParser, add_file_options
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.et.jsonize import jsonize_et
@@ -23,21 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chakra_jsonizer",
         description="Render a Chakra ET file as one JSON document (or JSON Lines).",
     )
-    parser.add_argument(
-        "--input",
-        "--input_filename",
-        dest="input",
-        required=True,
-        metavar="FILE",
-        help="Chakra ET file (.et; gzip is recognised by content)",
-    )
-    parser.add_argument(
-        "--output",
-        "--output_filename",
-        dest="output",
-        required=True,
-        metavar="FILE",
-        help="JSON file to write",
+    add_file_options(
+        parser, "Chakra ET file (.et; gzip is recognised by content)", "JSON file to write"
     )
     parser.add_argument(
         "--jsonl",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from chakra.cli import arg_types
-from chakra.cli.conventions import ToolArgumentParser
+from chakra.cli.conventions import ToolArgumentParser, add_file_options
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import UsageError
@@ -28,22 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
             " Chrome/Perfetto trace with times in microseconds."
         ),
     )
-    parser.add_argument(
-        "--input",
-        "--input_filename",
-        dest="input",
-        required=True,
-        metavar="FILE",
-        help="simulator log or trace",
-    )
-    parser.add_argument(
-        "--output",
-        "--output_filename",
-        dest="output",
-        required=True,
-        metavar="FILE",
-        help="Chrome trace JSON to write",
-    )
+    add_file_options(parser, "simulator log or trace", "Chrome trace JSON to write")
     parser.add_argument(
         "--num-npus",
         "--num_npus",
