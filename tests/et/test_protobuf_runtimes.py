@@ -49,7 +49,8 @@ def test_et_tests_pass_in_fresh_venv(series: str, tmp_path: Path) -> None:
     run([sys.executable, "-m", "venv", str(venv)])
     python = str(venv / "bin" / "python")
     pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    run([*pip, str(source), f"protobuf=={series}", "pytest", "hypothesis"])
+    # [plot]: the CLI tests draw pictures (matplotlib is an optional extra)
+    run([*pip, f"{source}[plot]", f"protobuf=={series}", "pytest", "hypothesis"])
     version = run([python, "-c", "import google.protobuf as p; print(p.__version__)"])
     installed = version.stdout.strip()
     assert installed.startswith(series.rstrip("*")), installed
