@@ -44,7 +44,7 @@ class StepStat(msgspec.Struct, frozen=True):
     unexplained_us: float
 
 
-def _steps(names: list[str]) -> dict[int, list[int]]:
+def step_nodes(names: list[str]) -> dict[int, list[int]]:
     """Node positions of each step number, for the nodes named ``ProfilerStep#N``."""
     out: dict[int, list[int]] = defaultdict(list)
     for node, name in enumerate(names):
@@ -65,7 +65,7 @@ def step_breakdown(result: SimResult, rank: int = 0) -> list[StepStat]:
     by step number; empty when the trace has no step annotations. One pass over the names,
     one interval union per kind."""
     graph = result.graphs[rank]
-    steps = _steps(graph.names)
+    steps = step_nodes(graph.names)
     if not steps:
         return []
     starts = np.frombuffer(result.start[rank], np.float64)

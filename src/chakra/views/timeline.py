@@ -77,18 +77,20 @@ def chrome_trace(result: SimResult, compare: bool = False, segments: bool = Fals
     events: list[dict[str, Any]] = []
     shown = [r for r, graph in enumerate(result.graphs) if ranks is None or graph.rank in ranks]
     base = max((graph.rank for graph in result.graphs), default=-1) + 1
+    tracks = {r: track_names(result.graphs[r]) for r in shown}
     for r in shown:
         graph, start, end = result.graphs[r], result.start[r], result.end[r]
         spans = [(to_ns(start[i]), to_ns(end[i])) for i in range(len(graph.ids))]
         facts = OpFacts(graph, start, end)
-        events += _process(graph, graph.rank, "simulated", spans, segments, facts)
+        events += _process(graph, graph.rank, "simulated", spans, segments, tracks[r], facts)
         events += _critical_track(result, r, spans)
     if compare:
         for r in shown:
             graph = result.graphs[r]
             spans = _measured_spans(result, r)
             if spans is not None:
-                events += _process(graph, base + graph.rank, "measured", spans, segments)
+                pid = base + graph.rank
+                events += _process(graph, pid, "measured", spans, segments, tracks[r])
     events += flow_events(result, None if ranks is None else set(shown))
     if window is not None:
         events = within(events, window)
@@ -117,9 +119,11 @@ def _measured_spans(result: SimResult, r: int) -> Optional[list[tuple[int, int]]
 
 
 def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, int]],
-             segments: bool, facts: Optional[OpFacts] = None) -> list[dict[str, Any]]:  # fmt: skip
+             segments: bool, tracks: Sequence[str],
+             facts: Optional[OpFacts] = None) -> list[dict[str, Any]]:  # fmt: skip
     """Metadata and slices of one process (a rank's simulated or measured schedule);
-    ``facts``: the slices' args beyond ``node_id`` (:mod:`chakra.views.timeline_args`)."""
+    ``tracks``: its resources' track names (:func:`track_names`); ``facts``: the slices'
+    args beyond ``node_id`` (:mod:`chakra.views.timeline_args`)."""
     name = f"rank {graph.rank} ({kind})"
     events = [
         {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}},
@@ -130,11 +134,7 @@ def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, in
             "args": {"sort_index": 2 * graph.rank + (kind == "measured")},
         },
     ]
-    devices = device_count(graph.resources)
-    recorded = recorded_threads(graph.source)
-    for k, res in enumerate(graph.resources):
-        thread = recorded.get(res.number) if res.is_thread else None
-        label = thread.track_name() if thread is not None else res.track_label(devices)
+    for k, label in enumerate(tracks):
         events += _thread_meta(pid, k, label)
     slices = whole_ops(graph, spans) if not segments else _single(graph, spans)
     slices, lanes = _pack_unheld(slices, len(graph.resources))
@@ -145,13 +145,20 @@ def _process(graph: SimGraph, pid: int, kind: str, spans: Sequence[tuple[int, in
     return events
 
 
-def recorded_threads(source: str) -> Mapping[object, RecordedThread]:
-    """The Kineto threads the ``.et`` file ``source`` records for its replay threads, by
-    ``tid`` (:mod:`chakra.et.threads`); none for graphs from elsewhere."""
-    if not source or sniff_kind(source) is not TraceKind.CHAKRA_ET:
-        return {}
-    with EtReader(source) as reader:
-        return {thread.tid: thread for thread in get_threads(reader.metadata, source)}
+def track_names(graph: SimGraph) -> list[str]:
+    """Each resource's track name; a thread is named after the Kineto thread its ``.et``
+    records for it (:mod:`chakra.et.threads`; read once per rank, from the metadata)."""
+    recorded: Mapping[object, RecordedThread] = {}
+    if graph.source and sniff_kind(graph.source) is TraceKind.CHAKRA_ET:
+        with EtReader(graph.source) as reader:
+            threads = get_threads(reader.metadata, graph.source)
+        recorded = {thread.tid: thread for thread in threads}
+    devices = device_count(graph.resources)
+    names = []
+    for res in graph.resources:
+        thread = recorded.get(res.number) if res.is_thread else None
+        names.append(thread.track_name() if thread is not None else res.track_label(devices))
+    return names
 
 
 def _thread_meta(pid: int, tid: int, name: str) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import msgspec
 
 from chakra.errors import ChakraError, UsageError
 from chakra.simulate.sim_result import SimResult
-from chakra.views.steps import STEP_NAME
+from chakra.views.steps import step_nodes
 
 _RANGE = re.compile(r"(\d+(?:\.\d*)?)-(\d+(?:\.\d*)?)")
 _STEPS = re.compile(r"step:(\d+)(?:-(\d+))?")
@@ -65,11 +65,10 @@ def resolve_window(
     for r, graph in enumerate(result.graphs):
         if shown is not None and r not in shown:
             continue
-        for node, name in enumerate(graph.names):
-            match = STEP_NAME.fullmatch(name) if name.startswith("ProfilerStep#") else None
-            if match and int(match.group(1)) in wanted:
-                begins.append(result.start[r][node])
-                ends.append(result.end[r][node])
+        for step, nodes in step_nodes(graph.names).items():
+            if step in wanted:
+                begins += [result.start[r][node] for node in nodes]
+                ends += [result.end[r][node] for node in nodes]
     if not begins:
         raise ChakraError(
             f"--timeline-window step:{choice.first_step}-{choice.last_step}: no "
