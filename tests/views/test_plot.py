@@ -127,11 +127,10 @@ def test_some_ranks_only_on_the_axis_of_every_rank() -> None:
 
 
 def test_the_pipeline_draws_every_rank_of_a_small_job_only() -> None:
-    from chakra.pipeline.outputs import plotted_ranks
-    from chakra.views.job import JobSummary
+    from chakra.views.job import JobSummary, shown_ranks
 
     job = JobSummary(64, 100.0, slowest_rank=40, fastest_rank=12, median_rank=7, spread_us=5.0,
                      spread_ratio=1.01, measured_makespan_us=None, measured_slowest_rank=None,
                      ranks=[], what_if=[])  # fmt: skip
-    assert plotted_ranks(job, 16) is None
-    assert plotted_ranks(job, 64) == (7, 12, 40)
+    assert shown_ranks(job, 16) is None
+    assert shown_ranks(job, 64) == (7, 12, 40)

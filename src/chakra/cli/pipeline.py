@@ -35,11 +35,7 @@ def _scenario(text: str) -> Scenario:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--what-if ")) from exc
 
 
-def _ranks_choice(choice: Union[str, list[int]]) -> Union[str, tuple[int, ...]]:
-    return choice if isinstance(choice, str) else tuple(choice)
-
-
-def _timeline_ranks(text: str) -> Union[str, list[int]]:
+def _timeline_ranks(text: str) -> Union[str, tuple[int, ...]]:
     """argparse's type for --timeline-ranks: auto, all or comma-separated rank ids."""
     if text in (TIMELINE_AUTO, TIMELINE_ALL):
         return text
@@ -49,7 +45,7 @@ def _timeline_ranks(text: str) -> Union[str, list[int]]:
         ranks = []
     if not ranks or min(ranks) < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: auto, all or rank ids (0,3,7)")
-    return ranks
+    return tuple(ranks)
 
 
 def _timeline_window(text: str) -> WindowChoice:
@@ -267,9 +263,7 @@ def _run(args: argparse.Namespace) -> None:
         process_group_metadata=args.process_group_metadata,
         what_if=scenarios,
         html=not args.no_html,
-        timeline=TimelineOptions(
-            not args.no_timeline, _ranks_choice(args.timeline_ranks), args.timeline_window
-        ),
+        timeline=TimelineOptions(not args.no_timeline, args.timeline_ranks, args.timeline_window),
     )
     if result.reused:
         print(

@@ -98,7 +98,7 @@ def write_outputs(
     with activity("writing the timeline"):
         timeline = write_timeline(result, folder, options.timeline, job, group)
     with activity(f"drawing {PLOT}"):
-        picture = _plot(result, folder, options.plot, group, plotted_ranks(job, len(reports)))
+        picture = _plot(result, folder, options.plot, group, shown_ranks(job, len(reports)))
     document = {"job": msgspec.to_builtins(job), "agreement": agreement,
                 "ranks": [msgspec.to_builtins(r) for r in reports],
                 "what_if": [msgspec.to_builtins(w) for w in what_if],
@@ -114,13 +114,6 @@ def write_outputs(
         with activity(f"writing {PAGE}"):
             write_report_html(page, document, busy_series(result), title, group)
     return OutputFiles(timeline, picture, report, page, what_if, job)
-
-
-def plotted_ranks(job: JobSummary, rank_count: int) -> Optional[tuple[int, ...]]:
-    """The ranks ``utilisation.png`` draws: every rank up to ``ALL_RANKS_UP_TO``, else the
-    slowest, median and fastest (a panel per rank: 64 ranks were 23,000 px tall and took
-    half of the run to draw); None: all."""
-    return shown_ranks(job, rank_count)
 
 
 def _plot(
