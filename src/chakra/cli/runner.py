@@ -116,9 +116,9 @@ def sigterm_interrupts() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`~chakra.errors.Terminated` in the main thread,
     so it unwinds like Ctrl-C (Python's default for SIGTERM is to die on the spot, leaving
     temporaries), and Ctrl-C raises ``KeyboardInterrupt`` (also when the interpreter
-    swallowed it in a ``__del__`` or weakref callback: raised when the block ends); after it,
-    both handlers are as
-    before (a console script's early guard, :func:`chakra.cli.launch.install_guard`). Only
+    swallowed it in a ``__del__`` or weakref callback: raised when the block ends, or
+    wrapped it in another exception: raised instead of that one); after it, both handlers
+    are as before (a console script's early guard, :func:`chakra.cli.launch.install_guard`). Only
     the main thread can set handlers: elsewhere the block runs as is."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -134,15 +134,28 @@ def sigterm_interrupts() -> Iterator[None]:
         else:
             unraisable_hook(unraisable)
 
-    previous = {
-        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
-        signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated),
-    }
+    arrived: list[int] = []
+
+    def interrupt(signum: int, frame: Optional[FrameType]) -> None:
+        arrived.append(signum)
+        (_raise_terminated if signum == signal.SIGTERM else signal.default_int_handler)(
+            signum, frame
+        )
+
+    previous = {stop: signal.signal(stop, interrupt) for stop in (signal.SIGINT, signal.SIGTERM)}
     sys.unraisablehook = keep_interrupts
     try:
         yield
         if swallowed:
             raise swallowed[0]
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        # the interpreter wraps what some code raised (a class body's __set_name__ gives a
+        # RuntimeError; an import may give an ImportError): a signal is still a signal
+        if arrived:
+            raise (Terminated() if arrived[0] == signal.SIGTERM else KeyboardInterrupt()) from exc
+        raise
     finally:
         sys.unraisablehook = unraisable_hook
         for signum, handler in previous.items():
