@@ -41,6 +41,8 @@ class CpuOpArgs(CompactArgs, frozen=True, gc=False):
     ev_idx: Optional[int] = field(default=None, name="Ev Idx")
     sequence_number: Optional[int] = field(default=None, name="Sequence number")
     fwd_thread_id: Optional[int] = field(default=None, name="Fwd thread id")
+    input_dims: Any = field(default=None, name="Input Dims")  # with record_shapes
+    input_types: Any = field(default=None, name="Input type")
 
 
 class RuntimeArgs(CompactArgs, frozen=True, gc=False):

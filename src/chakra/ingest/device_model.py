@@ -36,6 +36,9 @@ class KinetoArgs(msgspec.Struct, frozen=True, gc=False):
     ev_idx: Optional[int] = field(default=None, name="Ev Idx")
     sequence_number: Optional[int] = field(default=None, name="Sequence number")
     fwd_thread_id: Optional[int] = field(default=None, name="Fwd thread id")
+    # CPU ops recorded with record_shapes
+    input_dims: Any = field(default=None, name="Input Dims")
+    input_types: Any = field(default=None, name="Input type")
     correlation: Optional[int] = None
     cbid: Optional[int] = None
     device: Optional[int] = None

@@ -351,6 +351,9 @@ class HostTrace(msgspec.Struct, frozen=True, gc=False):
     ops: tuple[HostOp, ...]
     process_groups: tuple[ProcessGroup, ...] = ()
     notes: tuple[str, ...] = ()
+    #: where the host side came from: a recorded host ET (``host_et``), or made from the
+    #: Kineto trace alone (``kineto``: :mod:`chakra.ingest.kineto_host`)
+    source: str = "host_et"
 
     def op_by_id(self) -> Mapping[int, HostOp]:
         """A fresh id → op map (O(n))."""

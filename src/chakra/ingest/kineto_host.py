@@ -1,5 +1,5 @@
-"""A host execution trace made from a Kineto trace alone (issue 33, first step): for the
-profiles people already have, which carry the CPU op stack of every thread but no host ET.
+"""A host execution trace made from a Kineto trace alone: for the profiles people already
+have, which carry the CPU op stack of every thread but no host ET.
 
 Each Kineto thread with ``cpu_op``/``user_annotation`` events (and the ``ProfilerStep#N``
 annotations) becomes a thread of a synthetic host ET: a process root (id 1), a thread root
@@ -7,25 +7,41 @@ per thread, then one host op per event, its parent the innermost event of the sa
 that encloses it (by time; equal starts: the longer one encloses). Ids follow start time,
 so a parent's id is below its children's and program order is id order, as in a recorded
 host ET. Each op keeps the event's ``Record function id`` as ``rf_id`` (the linker then
-joins each op to its own event, exactly), its ``Sequence number`` and ``Fwd thread id``.
+joins each op to its own event, exactly), its ``Sequence number`` and ``Fwd thread id``,
+its input shapes and types when the profile recorded them (``record_shapes=True``), and a
+``record_param_comms`` op its collective (name, message sizes, dtype, process group). The
+``distributedInfo`` process groups become a ``## process_group:init ##`` op, as a host ET
+records them.
 
-What a Kineto trace does not hold is not made up: no tensor ids or values (so no data
-dependencies between host ops beyond nesting and thread order), no input shapes (the
-loader keeps none yet), no process-group table (collectives keep what their events say).
+What a Kineto trace does not hold is not made up: no tensor ids or values, so no data
+dependencies between host ops beyond nesting and thread order (:data:`LOST`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Union
+from typing import Optional, Union
+
+import msgspec
 
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent
-from chakra.ingest.host_model import HostOp, HostTrace, SchemaVersion
+from chakra.ingest.host_model import CommAttrs, HostOp, HostTrace, OpArgs, SchemaVersion
+from chakra.ingest.vocabulary import PROCESS_GROUP_INIT_NAME, RECORD_PARAM_COMMS_NAME
 
-#: The schema the synthetic host ET says it is (1.1.1 layout; ``kineto`` marks its source).
+#: The schema the synthetic host ET says it is (1.1.1 layout).
 SCHEMA = "1.1.1-chakra.0.0.4"
+#: ``HostTrace.source`` of a host ET made here.
+KINETO_SOURCE = "kineto"
+#: What a host side made from Kineto lacks, said in the trace's notes and the link report.
+LOST = (
+    "no tensor ids or values, so no data dependencies between host ops beyond nesting and "
+    "thread order"
+)
+NO_SHAPES = "no input shapes (the profile was recorded without record_shapes)"
 PROCESS_ROOT = "[pytorch|profiler|execution_trace|process]"
 THREAD_ROOT = "[pytorch|profiler|execution_trace|thread]"
+#: Collectives a worker thread runs, enqueued by the ``c10d::*`` op of another thread.
+WORKER_COLLECTIVE, C10D = "gloo:", "c10d::"
 ThreadKey = tuple[Union[int, str], Union[int, str]]
 
 
@@ -37,6 +53,82 @@ def _order_key(event: KinetoEvent) -> tuple[float, float]:
 def _host_events(device: DeviceTrace) -> list[KinetoEvent]:
     """The CPU ops and the ProfilerStep annotations, in start order."""
     return sorted([*device.cpu_ops, *(step.event for step in device.steps)], key=_order_key)
+
+
+def _inputs(event: KinetoEvent) -> OpArgs:
+    """The event's input shapes and types (``record_shapes``), without values."""
+    dims, types = event.args.input_dims, event.args.input_types
+    if not isinstance(dims, list) and not isinstance(types, list):
+        return OpArgs()
+    return OpArgs.of(
+        [], dims if isinstance(dims, list) else [], types if isinstance(types, list) else []
+    )
+
+
+def _comm(event: KinetoEvent) -> Optional[CommAttrs]:
+    """A ``record_param_comms`` event's collective, as the host ET's attrs say it."""
+    args = event.args
+    if event.name != RECORD_PARAM_COMMS_NAME or args.collective_name is None:
+        return None
+    return CommAttrs(
+        collective_name=args.collective_name,
+        dtype=args.dtype,
+        in_msg_nelems=args.in_msg_nelems,
+        out_msg_nelems=args.out_msg_nelems,
+        in_split_size=args.in_split_size,
+        out_split_size=args.out_split_size,
+        global_rank_start=args.global_rank_start,
+        global_rank_stride=args.global_rank_stride,
+        pg_name=None if args.pg_name is None else str(args.pg_name),
+        pg_desc=args.pg_desc,
+        pg_size=args.group_size,
+    )
+
+
+def _group_table(device: DeviceTrace, op_id: int, parent_id: int, tid: int) -> Optional[HostOp]:
+    """The ``distributedInfo`` process groups as a host ET's ``process_group:init`` op."""
+    info = device.distributed
+    if info is None or not info.pg_config:
+        return None
+    table = [
+        {"pg_name": str(g.pg_name), "pg_desc": g.pg_desc, "backend_config": g.backend_config,
+         "ranks": list(g.ranks) if isinstance(g.ranks, list) else [], "group_size": g.pg_size}
+        for g in info.pg_config
+    ]  # fmt: skip
+    text = msgspec.json.encode(table).decode()
+    return HostOp(op_id, PROCESS_GROUP_INIT_NAME, parent_id, None, tid=tid,
+                  inputs=OpArgs.of([text], [[]], ["String"]))  # fmt: skip
+
+
+def _enqueuing_ops(events: list[KinetoEvent]) -> dict[int, int]:
+    """For each ``gloo:*`` op that a worker thread ran, the record-function id of the
+    ``c10d::*`` op of another thread that enqueued it: PyTorch opens the worker's record
+    function inside the enqueuing op, so its id is that op's plus one (a host ET files it
+    under that op). Keyed by ``id(event)``; only pairs that started in that order."""
+    starts = {
+        e.args.rf_id: e for e in events if e.args.rf_id is not None and e.name.startswith(C10D)
+    }
+    found = {}
+    for event in events:
+        rf_id = event.args.rf_id
+        if rf_id is None or not event.name.startswith(WORKER_COLLECTIVE):
+            continue
+        caller = starts.get(rf_id - 1)
+        if (
+            caller is not None
+            and caller.tid != event.tid
+            and _order_key(caller) <= _order_key(event)
+        ):
+            found[id(event)] = rf_id - 1
+    return found
+
+
+def _event_op(event: KinetoEvent, op_id: int, parent_id: int, tid: int) -> HostOp:
+    args = event.args
+    return HostOp(op_id, event.name, parent_id, args.rf_id, tid=tid,
+                  seq_id=args.sequence_number if args.sequence_number is not None else -1,
+                  fw_tid=args.fwd_thread_id or 0, inputs=_inputs(event),
+                  comm=_comm(event))  # fmt: skip
 
 
 def host_trace_from_kineto(device: DeviceTrace) -> HostTrace:
@@ -51,21 +143,27 @@ def host_trace_from_kineto(device: DeviceTrace) -> HostTrace:
     for thread, number in threads.items():
         roots[thread] = len(ops) + 1
         ops.append(HostOp(roots[thread], THREAD_ROOT, 1, None, tid=number))
+    table = _group_table(device, len(ops) + 1, 2 if threads else 1, 1)
+    if table is not None:
+        ops.append(table)
     stacks: dict[ThreadKey, list[tuple[float, int]]] = defaultdict(list)
+    shapes = False
+    enqueued = _enqueuing_ops(events)
+    by_rf: dict[int, int] = {}
     for event in events:
         thread = (event.pid, event.tid)
         stack, begin = stacks[thread], float(event.ts_us or 0)
         while stack and stack[-1][0] <= begin:  # ended by the time this one starts
             stack.pop()
-        op_id = len(ops) + 1
         parent = stack[-1][1] if stack else roots[thread]
-        args = event.args
-        ops.append(HostOp(op_id, event.name, parent, args.rf_id, tid=threads[thread],
-                          seq_id=args.sequence_number if args.sequence_number is not None else -1,
-                          fw_tid=args.fwd_thread_id or 0))  # fmt: skip
-        stack.append((float(event.end_us), op_id))
+        if not stack and id(event) in enqueued:
+            parent = by_rf.get(enqueued[id(event)], parent)
+        ops.append(_event_op(event, len(ops) + 1, parent, threads[thread]))
+        if event.args.rf_id is not None:
+            by_rf[event.args.rf_id] = len(ops)
+        shapes = shapes or event.args.input_dims is not None
+        stack.append((float(event.end_us), len(ops)))
     pid = None  # the threads may come from several processes (Triton compiles in one)
+    notes = (f"host side made from the Kineto trace: {LOST}", *(() if shapes else (NO_SHAPES,)))
     return HostTrace(device.path, SCHEMA, SchemaVersion(1, 1, 1, (0, 0, 4)), pid, None, None,
-                     None, tuple(ops),
-                     notes=("host side made from the Kineto trace: no tensor ids, shapes or "
-                            "data dependencies between host ops",))  # fmt: skip
+                     None, tuple(ops), notes=notes, source=KINETO_SOURCE)  # fmt: skip
