@@ -176,7 +176,7 @@ def test_memory_estimate_reads_the_gzip_size_trailer(tmp_path: Path) -> None:
     packed.write_bytes(gzip.compress(b"y" * 5000))
     assert uncompressed_size(plain) == 1000
     assert uncompressed_size(packed) == 5000 != os.path.getsize(packed)
-    assert estimate_peak_bytes(plain, packed) == PEAK_PER_INPUT_BYTE * 6000
+    assert estimate_peak_bytes((plain, packed)) == PEAK_PER_INPUT_BYTE * 6000
 
 
 def test_missing_dask_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:

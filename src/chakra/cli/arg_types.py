@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from typing import Callable
+from typing import Callable, Union
 
 INT64_MAX = 2**63 - 1
 MAX_NPUS = 65_536
@@ -85,6 +85,18 @@ passes = int_in(1, MAX_PASSES, "pass count")
 jobs = int_in(1, MAX_JOBS, "job count")
 finite_positive = float_in(0.0, low_open=True, name="positive number")
 fraction = float_in(0.0, 1.0, name="fraction")
+
+
+def profiler_step(text: str) -> Union[int, str]:
+    """An argparse type: a ProfilerStep number, ``last`` or ``all``."""
+    if text.strip().lower() in ("last", "all"):
+        return text.strip().lower()
+    try:
+        return nonneg_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)}: a ProfilerStep number, 'last' or 'all'"
+        ) from None
 
 
 def file_prefix(text: str) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, NoReturn, Optional, Union
 
+from chakra.cli import arg_types
+
 OptionContainer = Union[argparse.ArgumentParser, argparse._ArgumentGroup]
 
 
@@ -83,7 +85,8 @@ def add_rank_trace_options(
         dest="host_trace",
         type=path_type,
         help="one rank: host execution trace (.json or .json.gz; the reference's "
-        "--chakra-host-trace)",
+        "--chakra-host-trace); without it, the host side is made from the Kineto trace "
+        "alone (its CPU ops; no tensor data dependencies)",
     )
     container.add_argument(
         "--device-trace",
@@ -93,4 +96,15 @@ def add_rank_trace_options(
         type=path_type,
         help="one rank: Kineto trace of the same run (.json or .json.gz; the reference's "
         "--chakra-device-trace)",
+    )
+
+
+def add_profiler_step_option(container: OptionContainer) -> None:
+    """``--profiler-step N|last|all``: which ``ProfilerStep#N`` to link."""
+    container.add_argument(
+        "--profiler-step",
+        type=arg_types.profiler_step,
+        help="link only ProfilerStep#N's window; 'last' the last step, 'all' every step "
+        "(default: all with a host trace; the last, the steady state, from a Kineto trace "
+        "alone)",
     )

@@ -10,7 +10,11 @@ from collections.abc import Sequence
 from typing import Optional, Union
 
 from chakra.cli import arg_types
-from chakra.cli.conventions import ToolArgumentParser, add_rank_trace_options
+from chakra.cli.conventions import (
+    ToolArgumentParser,
+    add_profiler_step_option,
+    add_rank_trace_options,
+)
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.convert.astra_sim import command_line
 from chakra.errors import ChakraError, UsageError
@@ -125,13 +129,18 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
     """Where the traces are and the outputs go, and how many ranks run at once."""
     add_rank_trace_options(parser, location)
-    parser.add_argument("--host-dir", type=location, help="many ranks: folder of host traces")
+    parser.add_argument(
+        "--host-dir",
+        type=location,
+        help="many ranks: folder of host traces (without it, each rank's host side is made "
+        "from its Kineto trace)",
+    )
     parser.add_argument("--device-dir", type=location, help="many ranks: folder of Kineto traces")
     parser.add_argument(
         "--trace-dir",
         type=location,
         help="many ranks: one folder holding both (rank<r>.host_et.json[.gz] "
-        "and rank<r>.kineto.json[.gz], or the reference's names)",
+        "and rank<r>.kineto.json[.gz], or the reference's names), or Kineto traces alone",
     )
     parser.add_argument("--output-dir", type=location, required=True, help="folder for the outputs")
     parser.add_argument(
@@ -145,6 +154,7 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_conversion_options(parser: argparse.ArgumentParser) -> None:
     """How ranks are linked and their graphs written."""
+    add_profiler_step_option(parser)
     parser.add_argument(
         "--allow-pid-mismatch",
         action="store_true",
@@ -208,19 +218,21 @@ def _ranks(args: argparse.Namespace) -> list[RankFiles]:
     if args.trace_dir:
         return ranks_in_folder(args.trace_dir)
     if args.host_dir or args.device_dir:
-        if not (args.host_dir and args.device_dir):
-            raise UsageError("--host-dir and --device-dir go together")
+        if not args.device_dir:
+            raise UsageError("--host-dir needs --device-dir")
         return ranks_in_folders(args.host_dir, args.device_dir)
-    if not (args.host_trace and args.device_trace):
+    if not args.device_trace:
         raise UsageError(
-            "give --host-trace and --device-trace, or --trace-dir, or --host-dir and --device-dir"
+            "give --device-trace (and --host-trace, if there is one), or --trace-dir, or "
+            "--device-dir (and --host-dir)"
         )
-    require_kind(
-        args.host_trace,
-        (TraceKind.HOST_ET, TraceKind.ET_PLUS),
-        "chakra_pipeline",
-        "a host execution trace as --host-trace",
-    )
+    if args.host_trace is not None:
+        require_kind(
+            args.host_trace,
+            (TraceKind.HOST_ET, TraceKind.ET_PLUS),
+            "chakra_pipeline",
+            "a host execution trace as --host-trace",
+        )
     require_kind(
         args.device_trace,
         (TraceKind.KINETO,),
@@ -252,7 +264,9 @@ def _run(args: argparse.Namespace) -> None:
         args.output_dir,
         jobs=args.jobs,
         options=LinkOptions(
-            allow_pid_mismatch=args.allow_pid_mismatch, inferred=not args.no_inferred
+            profiler_step=args.profiler_step,
+            allow_pid_mismatch=args.allow_pid_mismatch,
+            inferred=not args.no_inferred,
         ),
         plot=not args.no_plot,
         resume=not args.no_resume,

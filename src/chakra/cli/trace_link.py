@@ -1,4 +1,5 @@
-"""``chakra_trace_link``: merge a host execution trace with its Kineto trace into ET+.
+"""``chakra_trace_link``: merge a host execution trace with its Kineto trace into ET+ (or,
+without a host trace, make the host side from the Kineto trace alone).
 
 Takes ``--host-trace``/``--device-trace`` and both spellings of the reference tool
 (``--chakra-host-trace``/``--pytorch-et-file``, ``--chakra-device-trace``/``--kineto-file``),
@@ -15,7 +16,11 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.cli import arg_types
-from chakra.cli.conventions import ToolArgumentParser, add_rank_trace_options
+from chakra.cli.conventions import (
+    ToolArgumentParser,
+    add_profiler_step_option,
+    add_rank_trace_options,
+)
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
@@ -49,7 +54,12 @@ def _add_one_rank_options(one: argparse._ArgumentGroup) -> None:
 
 
 def _add_batch_options(many: argparse._ArgumentGroup) -> None:
-    many.add_argument("--host-dir", type=Path, help="folder of per-rank host traces")
+    many.add_argument(
+        "--host-dir",
+        type=Path,
+        help="folder of per-rank host traces (without it, each rank's host side is made "
+        "from its Kineto trace alone)",
+    )
     many.add_argument("--device-dir", type=Path, help="folder of per-rank Kineto traces")
     many.add_argument(
         "--output-dir",
@@ -68,9 +78,7 @@ def _add_batch_options(many: argparse._ArgumentGroup) -> None:
 
 
 def _add_linking_options(how: argparse._ArgumentGroup) -> None:
-    how.add_argument(
-        "--profiler-step", type=arg_types.nonneg_int, help="link only ProfilerStep#N's window"
-    )
+    add_profiler_step_option(how)
     how.add_argument(
         "--iteration",
         type=arg_types.nonneg_int,
@@ -122,30 +130,25 @@ def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
 
 
 def _link_one(args: argparse.Namespace) -> None:
-    missing = [
-        flag
-        for flag, value in (
-            ("--host-trace", args.host_trace),
-            ("--device-trace", args.device_trace),
-            ("--output-file", args.output_file),
-        )
-        if not value
-    ]
+    wanted = (("--device-trace", args.device_trace), ("--output-file", args.output_file))
+    missing = [flag for flag, value in wanted if not value]
     if missing:
-        raise UsageError(f"missing {', '.join(missing)} (or use --host-dir/--device-dir)")
+        raise UsageError(f"missing {', '.join(missing)} (or use --device-dir)")
     require_kind(
         args.device_trace,
         (TraceKind.KINETO,),
         "chakra_trace_link",
         "a Kineto trace as --device-trace",
     )
-    require_kind(
-        args.host_trace,
-        (TraceKind.HOST_ET, TraceKind.ET_PLUS),
-        "chakra_trace_link",
-        "a host execution trace as --host-trace",
-    )
-    prepare_outputs([args.output_file, args.report], [args.host_trace, args.device_trace])
+    if args.host_trace is not None:
+        require_kind(
+            args.host_trace,
+            (TraceKind.HOST_ET, TraceKind.ET_PLUS),
+            "chakra_trace_link",
+            "a host execution trace as --host-trace",
+        )
+    inputs = [path for path in (args.host_trace, args.device_trace) if path is not None]
+    prepare_outputs([args.output_file, args.report], inputs)
     options, coverage = _options(args)
     with AtomicGroup() as group:  # the ET+ and its report, or neither
         report: LinkReport = link_files(
@@ -164,12 +167,12 @@ def _link_one(args: argparse.Namespace) -> None:
 
 def _link_many(args: argparse.Namespace) -> None:
     if not (args.device_dir and args.output_dir):
-        raise UsageError("--host-dir needs --device-dir and --output-dir")
+        raise UsageError("--device-dir and --output-dir go together (--host-dir needs both)")
     options, coverage = _options(args)
     pairs = pair_by_rank(args.host_dir, args.device_dir)  # a missing folder: nothing made
     suffix = ".json.gz" if args.gzip else ".json"
     outputs = [args.output_dir / f"rank{pair.rank}.et_plus{suffix}" for pair in pairs]
-    inputs = [path for pair in pairs for path in (pair.host, pair.device)]
+    inputs = [path for pair in pairs for path in pair.inputs]
     with new_folder(args.output_dir):
         prepare_outputs([*outputs, args.report], inputs, folders=[args.output_dir])
         with AtomicGroup() as group:  # the ranks' files and the report, or nothing
@@ -206,7 +209,7 @@ def _rank_line(result: RankResult) -> str:
 
 
 def _link(args: argparse.Namespace) -> None:
-    if args.host_dir:
+    if args.host_dir or args.device_dir:
         _link_many(args)
     else:
         _link_one(args)

@@ -115,6 +115,9 @@ class LinkInfo(msgspec.Struct, frozen=True, gc=False):
     #: the replay threads' Kineto threads (:mod:`chakra.link.thread_map`); empty in ET+
     #: from before it was written
     threads: list[RecordedThread] = []
+    #: ``host_et``, or ``kineto`` where the host side was made from the Kineto trace alone
+    #: (None: ET+ from before it was written)
+    host_source: Optional[str] = None
 
 
 class EtPlusTrace(msgspec.Struct, frozen=True, gc=False):

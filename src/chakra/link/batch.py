@@ -21,6 +21,9 @@ from chakra.fileio.atomic import Pending
 from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.ingest.detect import peek_rank
+from chakra.ingest.device_model import DeviceTrace
+from chakra.ingest.host_model import HostTrace
+from chakra.ingest.kineto_host import LAST_STEP, choose_step, host_trace_from_kineto
 from chakra.link.et_plus import write_et_plus
 from chakra.link.linked_trace import LinkOptions, LinkReport, RankResult
 from chakra.link.linker import link_traces
@@ -43,7 +46,7 @@ class Coverage(msgspec.Struct, frozen=True):
 
 
 def link_files(
-    host_path: PathLike,
+    host_path: Optional[PathLike],
     device_path: PathLike,
     output_path: PathLike,
     options: LinkOptions,
@@ -55,11 +58,16 @@ def link_files(
     below them raises before anything is written; a partial link otherwise is written with
     a warning naming what is missing. ``rank``, when given, is checked against the Kineto
     trace's ``distributedInfo``. With a ``group``, the output is moved into place when the
-    group commits."""
+    group commits. Without ``host_path``, the host side is made from the Kineto trace alone
+    (:func:`chakra.ingest.kineto_host.host_trace_from_kineto`)."""
     device = load_device_trace(device_path)
     if rank is not None and device.rank is not None and rank != device.rank:
         logger.warning("%s: --rank %d but the trace says rank %d", device_path, rank, device.rank)
-    linked = link_traces(load_host_trace(host_path), device, options)
+    if host_path is None:
+        host, options = _host_from_kineto(device, options)
+    else:
+        host = load_host_trace(host_path)
+    linked = link_traces(host, device, options)
     coverage = coverage or Coverage()
     if coverage.min_host is not None or coverage.min_gpu is not None:
         check_coverage(linked.report, coverage.min_host or 0.0, coverage.min_gpu or 0.0)
@@ -68,6 +76,23 @@ def link_files(
         logger.warning("%s: partial link: %s", output_path, "; ".join(missing))
     write_et_plus(linked, output_path, group)
     return linked.report
+
+
+def _host_from_kineto(device: DeviceTrace, options: LinkOptions) -> tuple[HostTrace, LinkOptions]:
+    """The host side made from ``device`` alone, of the step ``options`` choose (by default
+    the last: the steady state), and the options that link that step."""
+    step = choose_step(
+        device.steps, LAST_STEP if options.profiler_step is None else options.profiler_step
+    )
+    host = host_trace_from_kineto(device, step)
+    if step is not None:
+        shown = ", ".join(str(s.number) for s in device.steps)
+        logger.info("%s: ProfilerStep#%d of %s (--profiler-step N or all to choose)",
+                    device.path, step.number, shown)  # fmt: skip
+    logger.info("%s: no host execution trace: %s", device.path, "; ".join(host.notes))
+    return host, msgspec.structs.replace(
+        options, profiler_step=None if step is None else step.number
+    )
 
 
 def _stem(name: str) -> str:
@@ -149,23 +174,34 @@ def files_by_rank(
 
 
 class RankPair(msgspec.Struct, frozen=True):
-    """The host and device traces of one rank (local paths or URLs)."""
+    """The host and device traces of one rank (local paths or URLs); ``host`` None: the
+    host side is made from the device trace alone."""
 
     rank: int
-    host: Location
+    host: Optional[Location]
     device: Location
 
+    @property
+    def inputs(self) -> tuple[Location, ...]:
+        """The files read: host and device traces, or the device trace alone."""
+        return (self.device,) if self.host is None else (self.host, self.device)
 
-def pair_by_rank(host_dir: Location, device_dir: Location) -> list[RankPair]:
+
+def pair_by_rank(host_dir: Optional[Location], device_dir: Location) -> list[RankPair]:
     """Every rank of a folder of host traces and a folder of Kineto traces (local paths or
     URLs), paired by :func:`pair_ranks`; host files without a rank in their name are left
-    out (a Kineto file without any rank is an error)."""
+    out (a Kineto file without any rank is an error). Without ``host_dir``, every rank's
+    host side is made from its Kineto trace."""
 
     def traces(folder: Location) -> list[Location]:
         return [p for p in list_folder(folder) if name_of(p).endswith(TRACE_SUFFIXES)]
 
-    named_hosts = [p for p in traces(host_dir) if rank_in_name(name_of(p)) is not None]
     devices = traces(device_dir)
+    if host_dir is None:
+        if not devices:
+            raise ChakraError(f"no .json/.json.gz traces in {device_dir}")
+        return pair_ranks([], devices, device_dir, device_dir)
+    named_hosts = [p for p in traces(host_dir) if rank_in_name(name_of(p)) is not None]
     if not named_hosts or not devices:
         raise ChakraError(f"no rank-numbered .json/.json.gz traces in {host_dir} and {device_dir}")
     return pair_ranks(named_hosts, devices, host_dir, device_dir)
@@ -179,9 +215,15 @@ def pair_ranks(
 ) -> list[RankPair]:
     """The one rule pairing host ETs with Kineto traces, in rank order: host ETs by the rank
     in their names (:func:`host_rank`), Kineto traces by the rank they record
-    (:func:`device_rank`). Two files of one rank, a rank with only one of the two, or no
-    pair at all are errors naming the folder (and the file)."""
+    (:func:`device_rank`). No host ET at all: every rank is its Kineto trace alone (the
+    host side is made from it). Two files of one rank, a rank with only one of the two
+    (when there are host ETs), or no pair at all are errors naming the folder (and the
+    file)."""
     by_rank = files_by_rank(device_folder, devices, device_rank)
+    if not hosts:
+        if not by_rank:
+            raise ChakraError(f"{device_folder}: no Kineto traces found")
+        return [RankPair(rank, None, device) for rank, device in sorted(by_rank.items())]
     pairs = []
     for rank, host in sorted(files_by_rank(host_folder, hosts, host_rank).items()):
         if rank not in by_rank:
@@ -191,7 +233,11 @@ def pair_ranks(
         pairs.append(RankPair(rank, host, by_rank.pop(rank)))
     if by_rank:
         unpaired = sorted(by_rank)
-        raise ChakraError(f"{host_folder}: ranks {unpaired} have a Kineto trace but no host trace")
+        raise ChakraError(
+            f"{host_folder}: ranks {unpaired} have a Kineto trace but no host trace (give "
+            "every rank its host trace, or none: then each rank's host side is made from "
+            "its Kineto trace)"
+        )
     if not pairs:
         raise ChakraError(f"{host_folder}: no host/Kineto trace pairs found")
     return pairs

@@ -22,6 +22,7 @@ import msgspec
 from chakra.errors import ChakraError
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent, ProfilerStep
 from chakra.ingest.host_model import HostOp, HostTrace
+from chakra.ingest.kineto_host import StepChoice, choose_step
 from chakra.link.alignment import align_from, best_windows
 from chakra.link.linked_trace import JoinStrategy, LinkOptions, LinkWindow, WindowChoice
 from chakra.link.nesting import program_order_key
@@ -111,14 +112,11 @@ def _host_span(matched: Sequence[KinetoEvent], pick: int = 0, count: int = 1) ->
     return LinkWindow(WindowChoice.HOST_SPAN, start, end, iteration=pick, candidates=count)
 
 
-def _step_window(steps: Sequence[ProfilerStep], number: Optional[int]) -> Optional[LinkWindow]:
-    if number is None:
-        return None
-    step = next((s for s in steps if s.number == number), None)
+def _step_window(steps: Sequence[ProfilerStep], choice: StepChoice) -> Optional[LinkWindow]:
+    step = choose_step(steps, choice)
     if step is None:
-        shown = ", ".join(str(s.number) for s in steps) or "none"
-        raise ChakraError(f"ProfilerStep#{number} is not in the Kineto trace (steps: {shown})")
-    return LinkWindow(WindowChoice.PROFILER_STEP, step.ts_us, step.end_us, step=number)
+        return None
+    return LinkWindow(WindowChoice.PROFILER_STEP, step.ts_us, step.end_us, step=step.number)
 
 
 def _rf_id_key(event: KinetoEvent) -> Optional[int]:

@@ -164,7 +164,8 @@ def _nodes(linked: LinkedTrace) -> Iterator[dict[str, Any]]:
 def _metadata(linked: LinkedTrace) -> dict[str, Any]:
     return {
         "format": FORMAT,
-        "host_trace": linked.host.path,
+        "host_trace": linked.host.path if linked.host.source == "host_et" else None,
+        "host_source": linked.host.source,  # "kineto": made from the device trace alone
         "device_trace": linked.device.path,
         "rank": linked.device.rank,
         "report": report_fields(linked.report),
@@ -207,5 +208,6 @@ def as_et_plus(linked: LinkedTrace) -> EtPlusTrace:
     host = linked.host
     nodes = [_NODE_DECODER.decode(_ENCODER.encode(node)) for node in _nodes(linked)]
     summary = LinkSummary(contradictions=dict(linked.report.contradictions))
-    link = LinkInfo(FORMAT, linked.device.rank, list(linked.edges), summary, thread_map(linked))
+    link = LinkInfo(FORMAT, linked.device.rank, list(linked.edges), summary, thread_map(linked),
+                    linked.host.source)  # fmt: skip
     return EtPlusTrace.of(host.path, host, nodes, link)

@@ -75,11 +75,13 @@ class LinkWindow(msgspec.Struct, frozen=True):
 
 class LinkOptions(msgspec.Struct, frozen=True):
     """Choices a user can make. ``profiler_step`` restricts linking to that ProfilerStep's
-    window; ``iteration`` picks among equally good alignment windows (0-based);
-    ``allow_pid_mismatch`` links traces whose process ids differ; ``inferred`` False leaves
-    out the dependencies inferred from timing."""
+    window (:func:`chakra.ingest.kineto_host.choose_step`); ``iteration`` picks among
+    equally good alignment windows (0-based); ``allow_pid_mismatch`` links traces whose
+    process ids differ; ``inferred`` False leaves out the dependencies inferred from
+    timing."""
 
-    profiler_step: Optional[int] = None
+    #: a step number, "last", "all"; None: all (a host ET) or the last (Kineto alone)
+    profiler_step: Union[int, str, None] = None
     iteration: Optional[int] = None
     allow_pid_mismatch: bool = False
     #: also the dependencies the times show but the trace does not record (link/inferred.py)
@@ -157,6 +159,11 @@ class LinkReport(msgspec.Struct, frozen=True):
     host_ops_reparented: int = 0
     #: of ``edges``, those inferred from timing (``via`` ``inferred:...``), by kind
     inferred: dict[str, int] = {}
+    #: where the host ops came from: ``host_et`` (a recorded host ET) or ``kineto`` (made
+    #: from the Kineto trace alone: :mod:`chakra.ingest.kineto_host`), and, for ``kineto``,
+    #: what that host side lacks or had to infer
+    host_source: str = "host_et"
+    host_source_notes: list[str] = []
 
     @property
     def contradiction_count(self) -> int:

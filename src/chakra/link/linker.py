@@ -145,7 +145,12 @@ def _link(
     report = _report(
         host, device, join, gpu_nodes, linker, edges, notes, contradictions, not_blocking
     )
-    report = msgspec.structs.replace(report, threads_not_in_host_et=len(threads.roots))
+    report = msgspec.structs.replace(
+        report,
+        threads_not_in_host_et=len(threads.roots),
+        host_source=host.source,
+        host_source_notes=list(host.notes) if host.source != "host_et" else [],
+    )
     for note in notes:
         logger.warning("%s", note)
     return LinkedTrace(

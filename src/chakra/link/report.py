@@ -53,7 +53,11 @@ def render_table(report: LinkReport, title: str) -> str:
     in_window = report.gpu_ops_total - report.gpu_ops_outside_window
     orphans = ", ".join(f"{v} {k}" for k, v in report.gpu_ops_orphaned.items()) or "none"
     host = f"{matched}/{report.host_ops} ({report.host_coverage:.1%}): {strategies}"
+    source = "host ET"
+    if report.host_source != "host_et":
+        source = f"made from the {report.host_source} trace (no host ET)"
     rows = [
+        ("host side", source),
         ("host ops matched (verified)", host),
         ("Kineto CPU ops", str(report.kineto_cpu_ops)),
         ("GPU ops linked", f"{report.gpu_ops_linked}/{in_window} ({report.gpu_coverage:.1%}), "
@@ -76,7 +80,7 @@ def render_table(report: LinkReport, title: str) -> str:
     ]  # fmt: skip
     width = max(len(name) for name, _ in rows)
     lines = [title] + [f"  {name:<{width}}  {value}" for name, value in rows]
-    lines += [f"  note: {note}" for note in report.notes]
+    lines += [f"  note: {note}" for note in [*report.host_source_notes, *report.notes]]
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Optional
 
 from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest.detect import TraceKind, peek_kind
@@ -61,12 +62,19 @@ def ranks_in_folder(folder: Location) -> list[RankFiles]:
         devices = [p for name, p in listed if is_device_name(name)]
         hosts = _host_traces([p for name, p in listed if is_host_name(name)])
         pairs = pair_ranks(hosts, devices, folder, folder)
+    if not hosts:
+        logger.info(
+            "%s: no host execution traces: each rank's host side is made from its Kineto trace",
+            folder,
+        )
     return [RankFiles(pair.rank, pair.host, pair.device) for pair in pairs]
 
 
-def ranks_in_folders(host_dir: Location, device_dir: Location) -> list[RankFiles]:
+def ranks_in_folders(host_dir: Optional[Location], device_dir: Location) -> list[RankFiles]:
     """Every rank present in both a folder of host traces and one of Kineto traces, paired
-    by rank (:func:`chakra.link.batch.pair_by_rank`)."""
-    with activity(f"pairing the host traces in {host_dir} with the Kineto traces in {device_dir}"):
+    by rank (:func:`chakra.link.batch.pair_by_rank`); without ``host_dir``, every rank of
+    the Kineto folder alone."""
+    what = f"the host traces in {host_dir} with " if host_dir is not None else ""
+    with activity(f"pairing {what}the Kineto traces in {device_dir}"):
         pairs = pair_by_rank(host_dir, device_dir)
     return [RankFiles(pair.rank, pair.host, pair.device) for pair in pairs]

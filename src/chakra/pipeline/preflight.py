@@ -13,7 +13,7 @@ from chakra.pipeline.resume import comm_groups_name, rank_outputs
 
 def check_inputs(ranks: list[RankPair]) -> None:
     """Raise FileAccessError naming the first missing input (and how many are missing)."""
-    inputs = {files.host: ("host", files.rank) for files in ranks}
+    inputs = {files.host: ("host", files.rank) for files in ranks if files.host is not None}
     inputs.update({files.device: ("Kineto", files.rank) for files in ranks})
     absent = missing(list(inputs))
     if absent:
@@ -28,4 +28,4 @@ def refuse_overwriting(ranks: list[RankPair], folder: Location, et_prefix: str) 
     outputs = [join(folder, name) for name in names]
     for files in ranks:
         outputs.extend(rank_outputs(folder, files.rank, et_prefix))
-    refuse_overwriting_inputs(outputs, [path for r in ranks for path in (r.host, r.device)])
+    refuse_overwriting_inputs(outputs, [path for r in ranks for path in r.inputs])

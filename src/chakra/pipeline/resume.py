@@ -57,7 +57,7 @@ class Manifest(msgspec.Struct, frozen=True):
 
     chakra_version: str
     options: Any
-    inputs: tuple[FileDigest, ...]  # host, device
+    inputs: tuple[FileDigest, ...]  # host, device (or the device trace alone)
     outputs: tuple[FileDigest, ...]  # et_plus, et
     entry: dict[str, Any]
 
@@ -153,7 +153,7 @@ def _same_files(recorded: tuple[FileDigest, ...], current: tuple[Location, ...])
 def check_rank(
     folder: Location,
     rank: int,
-    inputs: tuple[Location, Location],
+    inputs: tuple[Location, ...],
     options: Any,
     et_prefix: str = ET_PREFIX,
 ) -> Verdict:
@@ -184,7 +184,7 @@ def check_rank(
 def reusable_entry(
     folder: Location,
     rank: int,
-    inputs: tuple[Location, Location],
+    inputs: tuple[Location, ...],
     options: Any,
     et_prefix: str = ET_PREFIX,
 ) -> Optional[dict[str, Any]]:

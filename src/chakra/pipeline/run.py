@@ -82,7 +82,7 @@ from chakra.pipeline.resume import (
     write_rank_report,
 )
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
-from chakra.pipeline.summary import bound_line, job_lines, rank_table
+from chakra.pipeline.summary import bound_line, host_source_line, job_lines, rank_table
 from chakra.pipeline.timeline_file import TimelineOptions, checked_options
 from chakra.progress import Progress, bars_on
 from chakra.ranks import agree_files, require_ends, rewrite_files
@@ -97,8 +97,9 @@ logger = logging.getLogger(__name__)
 
 #: One rank's host and device traces: local paths, or URL strings (the linker's pairing).
 RankFiles = RankPair
-#: How a rank's manifest names its host and device traces (:mod:`chakra.pipeline.naming`).
-Labels = tuple[str, str]
+#: How a rank's manifest names its host and device traces, or its device trace alone
+#: (:mod:`chakra.pipeline.naming`).
+Labels = tuple[str, ...]
 
 
 class PipelineResult(msgspec.Struct, frozen=True):
@@ -139,7 +140,7 @@ class RankOptions(msgspec.Struct, frozen=True):
 def _link_and_convert(job: tuple[RankFiles, Location, RankOptions, Labels]) -> dict[str, Any]:
     files, folder, options, labels = job
     et_plus, et, report = rank_outputs(folder, files.rank, options.et_prefix)
-    inputs = digest_inputs((files.host, files.device), labels)  # before reading them
+    inputs = digest_inputs(files.inputs, labels)  # before reading them
     link = link_files(files.host, files.device, et_plus, options.link)
     conversion = convert_file(
         et_plus, et, msgspec.structs.replace(options.convert, rank=files.rank)
@@ -157,7 +158,7 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
     budget = execution.max_memory_bytes
     estimates = [0] * len(work)  # only a memory budget needs them (a request each on a URL)
     if budget is not None:
-        estimates = [estimate_peak_bytes(job[0].host, job[0].device) for job in work]
+        estimates = [estimate_peak_bytes(job[0].inputs) for job in work]
     if execution.executor == "dask":
         with dask_client(execution.scheduler or "") as client:
 
@@ -201,17 +202,16 @@ def _prepare(
     """Every rank's report entry (sorted by rank) and the ranks reused from an earlier run."""
     reused: list[dict[str, Any]] = []
     work = []
-    labels = input_labels([path for files in ranks for path in (files.host, files.device)])
-    for files, host, device in zip(ranks, labels[0::2], labels[1::2]):
+    labels = iter(input_labels([path for files in ranks for path in files.inputs]))
+    for files in ranks:
+        rank_labels = tuple(next(labels) for _ in files.inputs)
         entry = None
         if execution.resume:
-            entry = reusable_entry(
-                folder, files.rank, (files.host, files.device), options, options.et_prefix
-            )
+            entry = reusable_entry(folder, files.rank, files.inputs, options, options.et_prefix)
         if entry is not None:
             reused.append(entry)
         else:
-            work.append((files, folder, options, (host, device)))
+            work.append((files, folder, options, rank_labels))
     if reused:
         logger.info(
             "reusing %d of %d ranks from an earlier run (same inputs, options and "
@@ -362,4 +362,7 @@ def summary_text(result: PipelineResult) -> str:
     bound = bound_line(result.ranks, result.job)
     if bound is not None:
         lines.insert(1, bound)
+    source = host_source_line(result.ranks)
+    if source is not None:
+        lines.insert(0, source)
     return "\n".join([*lines, summary_table(result)])

@@ -59,10 +59,10 @@ def _url_uncompressed_size(url: str) -> int:
         return 0
 
 
-def estimate_peak_bytes(host: Location, device: Location) -> int:
+def estimate_peak_bytes(inputs: Sequence[Location]) -> int:
     """Estimated peak memory of preparing one rank: ``PEAK_PER_INPUT_BYTE`` times the
-    uncompressed size of its host and device traces. A rough planning figure, not a bound."""
-    return PEAK_PER_INPUT_BYTE * (uncompressed_size(host) + uncompressed_size(device))
+    uncompressed size of its input traces. A rough planning figure, not a bound."""
+    return PEAK_PER_INPUT_BYTE * sum(uncompressed_size(path) for path in inputs)
 
 
 def run_bounded(

@@ -48,6 +48,21 @@ def job_lines(job: JobSummary) -> list[str]:
     return lines
 
 
+def host_source_line(reports: Sequence[RankReport]) -> Optional[str]:
+    """Where the ranks' host side came from when some had no host ET (made from the Kineto
+    trace: say so, and what that loses); None when every rank had its host ET."""
+    made = [r for r in reports if r.link.get("host_source", "host_et") != "host_et"]
+    if not made:
+        return None
+    lost = made[0].link.get("host_source_notes") or []
+    window = made[0].link.get("window") or {}
+    step = f"; ProfilerStep#{window['step']}" if window.get("step") is not None else ""
+    return (
+        f"host side made from the Kineto trace on {len(made)} of {len(reports)} ranks "
+        f"(no host ET){step}: {'; '.join(lost)}"
+    )
+
+
 def bound_line(reports: Sequence[RankReport], job: Optional[JobSummary]) -> Optional[str]:
     """What bounds the slowest rank, and how much freeing that kind could give at most
     (:mod:`chakra.views.bound`'s headline); None when it was not computed."""

@@ -58,7 +58,20 @@ def job_section(doc: At) -> str:
         "rank's, first start to last end. Times are the replay's (simulated) unless "
         "said measured.</p>"
     )
-    return head + note + facts + _what_if(doc) + "</section>"
+    return head + note + _host_source(doc) + facts + _what_if(doc) + "</section>"
+
+
+def _host_source(doc: At) -> str:
+    """A note when some ranks' host side was made from the Kineto trace (no host ET)."""
+    links = [entry["link"].value or {} for entry in doc["ranks"].items()]
+    made = [link for link in links if link.get("host_source", "host_et") != "host_et"]
+    if not made:
+        return ""
+    lost = "; ".join(made[0].get("host_source_notes") or [])
+    return (
+        f'<p class="note"><b>Host side made from the Kineto trace</b> on {len(made)} of '
+        f"{len(links)} ranks (no host execution trace): {escape(lost)}.</p>"
+    )
 
 
 def _what_if(doc: At) -> str:
