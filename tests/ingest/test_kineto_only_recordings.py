@@ -176,18 +176,13 @@ def test_worker_collectives_follow_their_c10d_ops_in_start_order(path: Path) -> 
     assert len(worker_enqueuers(path)) == 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kineto_host files a worker's gloo op under the c10d op whose Record function id "
-    "is its own minus one; torch 2.13 without an ET observer writes Record function id 0 on "
-    "every event, so the gloo ops stay under their worker thread roots",
-)
 @pytest.mark.parametrize("path", RANKS, ids=IDS[2:])
 def test_worker_collectives_are_filed_under_the_c10d_op_that_enqueued_them(path: Path) -> None:
     _, matched = pairs(path)
-    op_of = {id(event): op for op, event in matched}
+    op_of = {(e["name"], e["tid"], e["ts"]): op for op, e in matched}
     for gloo, c10d in worker_enqueuers(path):
-        assert op_of[id(gloo)].parent_id == op_of[id(c10d)].id
+        parent = op_of[(gloo["name"], gloo["tid"], gloo["ts"])].parent_id
+        assert parent == op_of[(c10d["name"], c10d["tid"], c10d["ts"])].id
 
 
 def linked(path: Path) -> LinkedTrace:

@@ -108,27 +108,40 @@ def _group_table(device: DeviceTrace, op_id: int, parent_id: int, tid: int) -> O
                   inputs=OpArgs.of([text], [[]], ["String"]))  # fmt: skip
 
 
-def _enqueuing_ops(events: list[KinetoEvent]) -> dict[int, int]:
-    """For each ``gloo:*`` op that a worker thread ran, the record-function id of the
-    ``c10d::*`` op of another thread that enqueued it: PyTorch opens the worker's record
-    function inside the enqueuing op, so its id is that op's plus one (a host ET files it
-    under that op). Keyed by ``id(event)``; only pairs that started in that order."""
-    starts = {
-        e.args.rf_id: e for e in events if e.args.rf_id is not None and e.name.startswith(C10D)
-    }
-    found = {}
+def _collective_kind(name: str) -> str:
+    """``c10d::allreduce_`` and ``gloo:all_reduce`` alike: ``allreduce``."""
+    return name.split(":")[-1].strip("_").replace("_", "")
+
+
+def _enqueuing_ops(events: list[KinetoEvent]) -> tuple[dict[int, KinetoEvent], int]:
+    """For each top-level ``gloo:*`` op that a worker thread ran, the ``c10d::*`` op of
+    another thread that enqueued it (keyed by ``id(event)``), and how many of those were
+    found by order alone. PyTorch opens the worker's record function inside the enqueuing
+    op, so its record-function id is that op's plus one (a host ET files it under that op);
+    a profile without an execution-trace observer writes 0 for every id, and then (only
+    then) the worker's queue order serves: the k-th worker op of a kind belongs to the k-th
+    ``c10d::`` op of that kind (the first that started before it and is not taken)."""
+    callers = [e for e in events if e.name.startswith(C10D)]
+    by_rf = {e.args.rf_id: e for e in callers if e.args.rf_id}
+    queues: dict[str, list[KinetoEvent]] = defaultdict(list)
+    for caller in callers:  # in start order
+        queues[_collective_kind(caller.name)].append(caller)
+    taken: set[int] = set()
+    found, by_order = {}, 0
     for event in events:
-        rf_id = event.args.rf_id
-        if rf_id is None or not event.name.startswith(WORKER_COLLECTIVE):
+        if not event.name.startswith(WORKER_COLLECTIVE):
             continue
-        caller = starts.get(rf_id - 1)
-        if (
-            caller is not None
-            and caller.tid != event.tid
-            and _order_key(caller) <= _order_key(event)
-        ):
-            found[id(event)] = rf_id - 1
-    return found
+        caller = by_rf.get(event.args.rf_id - 1) if event.args.rf_id else None
+        if not event.args.rf_id:
+            queue = queues[_collective_kind(event.name)]
+            while queue and id(queue[0]) in taken:
+                queue.pop(0)
+            if queue and _order_key(queue[0]) <= _order_key(event):
+                caller, by_order = queue[0], by_order + 1
+        if caller is not None and caller.tid != event.tid and id(caller) not in taken:
+            found[id(event)] = caller
+            taken.add(id(caller))
+    return found, by_order
 
 
 def _event_op(event: KinetoEvent, op_id: int, parent_id: int, tid: int) -> HostOp:
@@ -194,8 +207,8 @@ def host_trace_from_kineto(device: DeviceTrace, step: Optional[ProfilerStep] = N
         ops.append(table)
     stacks: dict[ThreadKey, list[tuple[float, int]]] = defaultdict(list)
     shapes = False
-    enqueued = _enqueuing_ops(events)
-    by_rf: dict[int, int] = {}
+    enqueued, by_order = _enqueuing_ops(events)
+    op_of: dict[int, int] = {}
     for event in events:
         thread = (event.pid, event.tid)
         stack, begin = stacks[thread], float(event.ts_us or 0)
@@ -203,13 +216,15 @@ def host_trace_from_kineto(device: DeviceTrace, step: Optional[ProfilerStep] = N
             stack.pop()
         parent = stack[-1][1] if stack else roots[thread]
         if not stack and id(event) in enqueued:
-            parent = by_rf.get(enqueued[id(event)], parent)
+            parent = op_of.get(id(enqueued[id(event)]), parent)
         ops.append(_event_op(event, len(ops) + 1, parent, threads[thread]))
-        if event.args.rf_id is not None:
-            by_rf[event.args.rf_id] = len(ops)
+        op_of[id(event)] = len(ops)
         shapes = shapes or event.args.input_dims is not None
         stack.append((float(event.end_us), len(ops)))
     pid = None  # the threads may come from several processes (Triton compiles in one)
-    notes = (f"host side made from the Kineto trace: {LOST}", *(() if shapes else (NO_SHAPES,)))
+    notes = [f"host side made from the Kineto trace: {LOST}", *(() if shapes else (NO_SHAPES,))]
+    if by_order:
+        notes.append(f"{by_order} gloo collectives filed under the c10d op that enqueued them "
+                     "by queue order (the trace has no record-function ids)")  # fmt: skip
     return HostTrace(device.path, SCHEMA, SchemaVersion(1, 1, 1, (0, 0, 4)), pid, None, None,
-                     None, tuple(ops), notes=notes, source=KINETO_SOURCE)  # fmt: skip
+                     None, tuple(ops), notes=tuple(notes), source=KINETO_SOURCE)  # fmt: skip
