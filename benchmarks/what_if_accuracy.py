@@ -12,6 +12,7 @@ one line with the error instead of its rows.
 
     python benchmarks/what_if_accuracy.py [--jobs 1:200:2 2:600:3 3:1000:4] [--json OUT]
     python benchmarks/what_if_accuracy.py --matrix      # steps 1-3, 2-8 ranks, every variant
+    python benchmarks/what_if_accuracy.py --matrix --kineto-only  # also from Kineto alone
 
 A job is ``SEED:OPS_PER_STEP:RANKS[:STEPS[:VARIANT[+VARIANT...]]]``; variants are the
 ``chakra_synth`` vintages and the gloo hazards (see :data:`HAZARDS`).
@@ -130,13 +131,16 @@ def job_makespan_us(folder: Path, ranks: int) -> float:
     return last - first
 
 
-def converted_graphs(folder: Path, ranks: int, work: Path) -> list:
+def converted_graphs(folder: Path, ranks: int, work: Path, kineto_only: bool = False) -> list:
     """Link and convert every rank of the speed-1 recording (in memory), with what the
     ranks' agreement fills (chakra_pipeline rewrites the files so, chakra_sim reads them
-    so: e.g. 1.0.1 sub-groups of one name told apart)."""
+    so: e.g. 1.0.1 sub-groups of one name told apart). ``kineto_only``: from the Kineto
+    traces alone (the host side made from them, every step), as ``chakra_pipeline
+    --profiler-step all`` does without host traces."""
     from chakra.convert import ConvertOptions, convert_et_plus
     from chakra.convert.et_plus_input import load_et_plus
     from chakra.ingest import load_device_trace, load_host_trace
+    from chakra.ingest.kineto_host import host_trace_from_kineto
     from chakra.link import LinkOptions, link_traces
     from chakra.link.et_plus import write_et_plus
     from chakra.ranks import agree, patched
@@ -144,10 +148,11 @@ def converted_graphs(folder: Path, ranks: int, work: Path) -> list:
 
     graphs = []
     for rank in range(ranks):
-        linked = link_traces(load_host_trace(folder / f"rank{rank}.host_et.json"),
-                             load_device_trace(folder / f"rank{rank}.kineto.json"),
-                             LinkOptions())  # fmt: skip
-        et_plus = work / f"rank{rank}.et_plus.json"
+        device = load_device_trace(folder / f"rank{rank}.kineto.json")
+        host = (host_trace_from_kineto(device) if kineto_only
+                else load_host_trace(folder / f"rank{rank}.host_et.json"))  # fmt: skip
+        linked = link_traces(host, device, LinkOptions())
+        et_plus = work / f"rank{rank}.{'kineto.' if kineto_only else ''}et_plus.json"
         write_et_plus(linked, et_plus)
         graphs.append(convert_et_plus(load_et_plus(et_plus), ConvertOptions()).nodes)
     agreement = agree([[r for r in map(record_of, nodes) if r is not None] for nodes in graphs])
@@ -173,45 +178,77 @@ def predicted_makespans_us(nodes: list, rules: list[str]) -> tuple[float, list[f
     return job_span_us(result), result.makespans()
 
 
-def run_job(job: Job, workers: bool, folder: Path) -> tuple[list[dict], dict]:
-    """One job's what-if rows and its ranks' model-only error and unexplained time."""
+def run_job(
+    job: Job, workers: bool, folder: Path, kineto_only: bool = False
+) -> tuple[list[dict], dict]:
+    """One job's what-if rows and its ranks' model-only error and unexplained time; with
+    ``kineto_only``, each row and the model-only entry also hold the prediction from the
+    Kineto traces alone (``kineto_*`` keys)."""
     base = job.options(workers)
     recorded = folder / "recorded"
     generate_job(base, recorded)
     work = folder / "work"
     work.mkdir()
-    nodes = converted_graphs(recorded, job.ranks, work)
-    true_base = job_makespan_us(recorded, job.ranks)
-    true_ranks = rank_makespans_us(recorded, job.ranks)
-    replay = simulate([build_graph(rank_nodes, r) for r, rank_nodes in enumerate(nodes)])
-    replayed, replayed_ranks = job_span_us(replay), replay.makespans()
+    truth = _Truth.of(recorded, job.ranks)
+    paths = {"": converted_graphs(recorded, job.ranks, work)}
+    if kineto_only:
+        paths["kineto_"] = converted_graphs(recorded, job.ranks, work, kineto_only=True)
+    replays = {key: simulate([build_graph(n, r) for r, n in enumerate(nodes)])
+               for key, nodes in paths.items()}  # fmt: skip
     model_only = {
         "job": job.label,
-        "model_only_error_pct": [r.model_only_error_pct for r in replay.ranks],
-        "unexplained_us": [r.unexplained_us for r in replay.ranks],
+        "model_only_error_pct": [r.model_only_error_pct for r in replays[""].ranks],
+        "unexplained_us": [r.unexplained_us for r in replays[""].ranks],
     }
+    if kineto_only:
+        replayed = job_span_us(replays["kineto_"])
+        model_only["kineto_replay_error_pct"] = (replayed - truth.job_us) / truth.job_us * 100
     rows = []
     for label, option, factor, rules in WHAT_IFS:
         truth_dir = folder / f"{option}_{factor}"
         generate_job(dataclasses.replace(base, **{option: factor}), truth_dir)
-        true = job_makespan_us(truth_dir, job.ranks)
-        predicted, predicted_ranks = predicted_makespans_us(nodes, rules)
-        per_rank = [
-            (p / r * b - t) / t * 100
-            for p, r, b, t in zip(predicted_ranks, replayed_ranks, true_ranks,
-                                  rank_makespans_us(truth_dir, job.ranks))
-        ]  # fmt: skip
-        rows.append({
-            "job": job.label, "what_if": label, "rules": " ".join(rules),
-            "true_change_pct": (true - true_base) / true_base * 100,
-            "predicted_change_pct": (predicted - replayed) / replayed * 100,
-            "error_pct": (predicted / replayed * true_base - true) / true * 100,
-            "rank_error_pct": max(per_rank, key=abs),
-        })  # fmt: skip
+        scaled = _Truth.of(truth_dir, job.ranks)
+        row = {"job": job.label, "what_if": label, "rules": " ".join(rules),
+               "true_change_pct": (scaled.job_us - truth.job_us) / truth.job_us * 100}  # fmt: skip
+        for key, nodes in paths.items():
+            row.update(_prediction(key, nodes, rules, replays[key], truth, scaled))
+        rows.append(row)
     return rows, model_only
 
 
-def run(jobs: list[Job], workers: bool) -> tuple[list[dict], list[dict], list[dict]]:
+@dataclasses.dataclass(frozen=True)
+class _Truth:
+    """A recording's true makespan, the job's and each rank's."""
+
+    job_us: float
+    ranks_us: list[float]
+
+    @classmethod
+    def of(cls, folder: Path, ranks: int) -> _Truth:
+        return cls(job_makespan_us(folder, ranks), rank_makespans_us(folder, ranks))
+
+
+def _prediction(
+    key: str, nodes: list, rules: list[str], replay: SimResult, base: _Truth, scaled: _Truth
+) -> dict:
+    """A what-if's predicted change and its error against the truth (job and worst rank),
+    under ``key``-prefixed names."""
+    predicted, predicted_ranks = predicted_makespans_us(nodes, rules)
+    replayed, replayed_ranks = job_span_us(replay), replay.makespans()
+    per_rank = [
+        (p / r * b - t) / t * 100
+        for p, r, b, t in zip(predicted_ranks, replayed_ranks, base.ranks_us, scaled.ranks_us)
+    ]
+    return {
+        f"{key}predicted_change_pct": (predicted - replayed) / replayed * 100,
+        f"{key}error_pct": (predicted / replayed * base.job_us / scaled.job_us - 1) * 100,
+        f"{key}rank_error_pct": max(per_rank, key=abs),
+    }
+
+
+def run(
+    jobs: list[Job], workers: bool, kineto_only: bool = False
+) -> tuple[list[dict], list[dict], list[dict]]:
     """The what-if rows, per job each rank's model-only error and unexplained time, and the
     jobs the pipeline failed on (``job``, ``error``). ``workers``: the programs have a
     data-loader thread and a gloo-like all_reduce on a worker thread."""
@@ -222,7 +259,7 @@ def run(jobs: list[Job], workers: bool) -> tuple[list[dict], list[dict], list[di
         for index, job in enumerate(jobs):
             folder = Path(tmp) / f"job{index}"
             try:
-                job_rows, job_model = run_job(job, workers, folder)
+                job_rows, job_model = run_job(job, workers, folder, kineto_only)
             except Exception as exc:  # a benchmark reports the failure and goes on
                 failed.append({"job": job.label, "error": f"{type(exc).__name__}: {exc}"})
                 continue
@@ -251,11 +288,35 @@ def report(rows: list[dict], model_only: list[dict], failed: list[dict], toleran
     print(f"{beyond} of {len(errors)} rows beyond |error| {tolerance:g}% (marked !), "
           f"{len(failed)} job(s) failed")  # fmt: skip
     by_variant(rows, failed, tolerance)
+    if rows and "kineto_error_pct" in rows[0]:
+        kineto_report(rows, model_only, tolerance)
     print("model-only error per rank (delay and idle nodes at zero), unexplained time:")
     for entry in model_only:
         errors_pct = ", ".join(f"{e:+.2f}%" for e in entry["model_only_error_pct"])
         unexplained = ", ".join(f"{u:,.0f}" for u in entry["unexplained_us"])
         print(f"  {entry['job']:<{width}} {errors_pct}  ({unexplained} us)")
+
+
+def kineto_report(rows: list[dict], model_only: list[dict], tolerance: float) -> None:
+    """--kineto-only: each row from the Kineto traces alone beside the ET+ path's, then
+    the summary (replay against the truth, what-if errors, distance to the ET+ path)."""
+    width = max(len(row["job"]) for row in rows)
+    print("from the Kineto traces alone (no host ET), beside the host ET + Kineto path:")
+    print(f"{'job':<{width}} {'what-if':<13} {'true %':>8} {'Kineto %':>9} {'error %':>8} "
+          f"{'ET+ error %':>12} {'points apart':>13}")  # fmt: skip
+    for row in rows:
+        apart = row["kineto_error_pct"] - row["error_pct"]
+        flag = " !" if abs(row["kineto_error_pct"]) > tolerance or abs(apart) > 1 else ""
+        print(f"{row['job']:<{width}} {row['what_if']:<13} {row['true_change_pct']:>8.2f} "
+              f"{row['kineto_predicted_change_pct']:>9.2f} {row['kineto_error_pct']:>8.2f} "
+              f"{row['error_pct']:>12.2f} {apart:>+13.2f}{flag}")  # fmt: skip
+    errors = [abs(row["kineto_error_pct"]) for row in rows]
+    apart = [abs(row["kineto_error_pct"] - row["error_pct"]) for row in rows]
+    replay = [abs(entry["kineto_replay_error_pct"]) for entry in model_only]
+    print(f"Kineto alone: replay |error| against the truth max {max(replay):.2f}% over "
+          f"{len(replay)} jobs; what-if |error| max {max(errors):.2f}%, median "
+          f"{statistics.median(errors):.2f}% over {len(errors)} rows; apart from the ET+ "
+          f"path max {max(apart):.2f} points, median {statistics.median(apart):.2f}")  # fmt: skip
 
 
 def by_variant(rows: list[dict], failed: list[dict], tolerance: float) -> None:
@@ -299,6 +360,11 @@ def main() -> None:
         default=3.0,
         help="|error| %% past which a row is marked ! (default: 3)",
     )
+    parser.add_argument(
+        "--kineto-only",
+        action="store_true",
+        help="also predict from the Kineto traces alone (no host ET), beside the ET+ path",
+    )
     parser.add_argument("--json", type=Path, help="also save the rows as JSON")
     parser.add_argument(
         "--no-worker-threads",
@@ -311,7 +377,7 @@ def main() -> None:
     if args.matrix:
         jobs = [*jobs, *matrix_jobs(args.matrix_ops)]
     started = time.perf_counter()
-    rows, model_only, failed = run(jobs, not args.no_worker_threads)
+    rows, model_only, failed = run(jobs, not args.no_worker_threads, args.kineto_only)
     report(rows, model_only, failed, args.tolerance)
     print(f"{len(jobs)} jobs in {time.perf_counter() - started:.0f} s")
     if args.json:

@@ -69,11 +69,13 @@ def test_a_kineto_trace_alone_links_converts_and_replays_as_measured(
 def test_a_worker_collective_is_filed_under_the_op_that_enqueued_it(tmp_path: Path) -> None:
     """PyTorch opens a gloo worker's record function inside the ``c10d::`` op that enqueued
     it (its id is that op's plus one): the host ET files it there, and so does the host side
-    made from Kineto. A top-level op of another name, or ids not consecutive, stays top level."""
+    made from Kineto; what the worker runs inside it stays under the worker's thread root,
+    as a host ET records it (so the linker places the collective on the worker). A top-level op of another name, or ids not consecutive, stays top level."""
     main, worker = 10, 20
     path = _kineto_file(tmp_path / "k.json", [
         ("c10d::allreduce_", main, 100.0, 5.0, 7),
         ("gloo:all_reduce", worker, 110.0, 50.0, 8),
+        ("aten::view", worker, 115.0, 5.0, 11),  # the worker's own op: under its thread root
         ("c10d::allreduce_", main, 200.0, 5.0, 9),
         ("gloo:all_reduce", worker, 210.0, 50.0, 12),  # not consecutive: left alone
         ("aten::add", worker, 300.0, 5.0, 10),  # consecutive, but not a collective
@@ -81,6 +83,9 @@ def test_a_worker_collective_is_filed_under_the_op_that_enqueued_it(tmp_path: Pa
     host = host_trace_from_kineto(load_device_trace(path))
     by_rf = {op.rf_id: op for op in host.ops if op.rf_id is not None}
     assert by_rf[8].parent_id == by_rf[7].id
+    assert by_id_name(host, by_rf[11].parent_id).startswith(
+        "[pytorch|profiler|execution_trace|thread"
+    )
     assert by_id_name(host, by_rf[12].parent_id).startswith(
         "[pytorch|profiler|execution_trace|thread"
     )

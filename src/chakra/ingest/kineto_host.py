@@ -209,14 +209,19 @@ def host_trace_from_kineto(device: DeviceTrace, step: Optional[ProfilerStep] = N
     shapes = False
     enqueued, by_order = _enqueuing_ops(events)
     op_of: dict[int, int] = {}
+    handed_over: set[int] = set()  # ops filed under their enqueuer on another thread
     for event in events:
         thread = (event.pid, event.tid)
         stack, begin = stacks[thread], float(event.ts_us or 0)
         while stack and stack[-1][0] <= begin:  # ended by the time this one starts
             stack.pop()
         parent = stack[-1][1] if stack else roots[thread]
-        if not stack and id(event) in enqueued:
-            parent = op_of.get(id(enqueued[id(event)]), parent)
+        if parent in handed_over:  # as a host ET files a worker's own ops: under its root
+            parent = roots[thread]
+        caller = op_of.get(id(enqueued[id(event)])) if id(event) in enqueued else None
+        if not stack and caller is not None:
+            parent = caller
+            handed_over.add(len(ops) + 1)
         ops.append(_event_op(event, len(ops) + 1, parent, threads[thread]))
         op_of[id(event)] = len(ops)
         shapes = shapes or event.args.input_dims is not None
