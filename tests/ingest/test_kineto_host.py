@@ -70,7 +70,8 @@ def test_a_worker_collective_is_filed_under_the_op_that_enqueued_it(tmp_path: Pa
     """PyTorch opens a gloo worker's record function inside the ``c10d::`` op that enqueued
     it (its id is that op's plus one): the host ET files it there, and so does the host side
     made from Kineto; what the worker runs inside it stays under the worker's thread root,
-    as a host ET records it (so the linker places the collective on the worker). A top-level op of another name, or ids not consecutive, stays top level."""
+    as a host ET records it (so the linker places the collective on the worker). A top-level
+    op of another name, or ids not consecutive, stays top level."""
     main, worker = 10, 20
     path = _kineto_file(tmp_path / "k.json", [
         ("c10d::allreduce_", main, 100.0, 5.0, 7),
