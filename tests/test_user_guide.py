@@ -36,6 +36,13 @@ RUNNERS = {"sh": ["bash", "-e", "-o", "pipefail", "-c"], "python": [sys.executab
 
 #: The files each block's text promises, by a piece of text that names the block.
 PROMISED = {
+    "--device-trace traces/rank0.kineto.json --output-dir from-profile/": [
+        "from-profile/workload.0.et", "from-profile/report.json", "from-profile/report.html",
+    ],
+    "--trace-dir profiles/ --output-dir from-profiles/": [
+        "from-profiles/workload.0.et", "from-profiles/workload.1.et",
+        "from-profiles/report.json",
+    ],
     "chakra_pipeline --trace-dir traces/ --output-dir results/": [
         "results/rank0.et_plus.json", "results/rank1.et_plus.json", "results/workload.0.et",
         "results/workload.1.et", "results/workload.comm_groups.json", "results/report.json",
