@@ -110,7 +110,7 @@ def test_simulate_prints_simulated_and_measured_makespans(et_plus: Path, tmp_pat
 
 
 BAD = {
-    "kineto.json": ({"traceEvents": []}, "this is a Kineto trace; chakra_converter wants an ET+"),
+    "kineto.json": ({"traceEvents": []}, "no recognised Kineto events (the trace has no events)"),
     "empty_nodes.json": ({"schema": "1.0.1", "nodes": []}, "holds no nodes"),
     "repeat.json": ({"schema": "s", "nodes": [{"id": 1, "name": "a", "ts": 1},
                                               {"id": 1, "name": "b", "ts": 2}]},

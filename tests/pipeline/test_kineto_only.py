@@ -14,7 +14,7 @@ import pytest
 
 from chakra.cli import pipeline, trace_link
 from chakra.synth import SynthOptions, generate_job
-from tests.conftest import AstraSim, assert_astra_sim_ran_all
+from tests.conftest import REPO_ROOT, AstraSim, assert_astra_sim_ran_all
 
 HTA = ["alexnet", "amd_mi250", "event_sync", "event_sync_multi_stream", "nccl_data",
        "simple_add", "triton_example"]  # fmt: skip
@@ -147,3 +147,23 @@ def test_host_traces_for_some_ranks_only_is_an_error_naming_them(
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "ranks [1] have a Kineto trace but no host trace" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_converter_takes_a_kineto_trace_as_the_pipeline_does(tmp_path: Path) -> None:
+    """``chakra_converter PyTorch --input <Kineto trace>``: the same graph as the pipeline
+    makes of it (no "this is a Kineto trace" refusal), and no ET+ left behind."""
+    from chakra.cli import converter
+    from chakra.et import read_et
+
+    kineto = REPO_ROOT / "tests/data/pytorch213/kineto_only/single/shapes.kineto.json.gz"
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["PyTorch", "--input", str(kineto), "--output", str(out / "c.et"),
+            "--log-level", "ERROR"]  # fmt: skip
+    assert _run(converter.main, argv) == 0
+    argv = ["--device-trace", str(kineto), "--output-dir", str(tmp_path / "run"),
+            "--no-timeline", "--no-plot", "--no-what-if", "--log-level", "ERROR"]  # fmt: skip
+    assert _run(pipeline.main, argv) == 0
+    ours, theirs = read_et(out / "c.et")[1], read_et(tmp_path / "run" / "workload.0.et")[1]
+    assert [(n.name, n.type) for n in ours] == [(n.name, n.type) for n in theirs]
+    assert len(ours) > 600 and sorted(p.name for p in out.iterdir()) == ["c.et"]

@@ -9,9 +9,11 @@ Both reference interfaces: ``chakra_converter [--log-filename F] PyTorch --input
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Optional
 
@@ -24,7 +26,7 @@ from chakra.convert.astra_sim import comm_groups_path
 from chakra.convert.group_file import merged_comm_groups, read_comm_groups, write_comm_groups
 from chakra.errors import ChakraError, UsageError
 from chakra.fileio import AtomicGroup
-from chakra.ingest.detect import TraceKind, require_kind
+from chakra.ingest.detect import TraceKind, require_kind, trace_kind
 from chakra.text.budget import (
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -254,14 +256,31 @@ def _convert(args: argparse.Namespace) -> None:
         return
     require_kind(
         source,
-        (TraceKind.ET_PLUS, TraceKind.HOST_ET),
+        (TraceKind.ET_PLUS, TraceKind.HOST_ET, TraceKind.KINETO),
         "chakra_converter",
-        "an ET+ (chakra_trace_link's output) or a host execution trace",
+        "an ET+ (chakra_trace_link's output), a host execution trace or a Kineto trace",
     )
     groups = comm_groups_path(Path(target))
     prepare_outputs([target, groups, args.log_filename], [source])
-    with log_file(args.log_filename, LOG_FORMAT):
-        _convert_pytorch(args, source, target, groups)
+    with log_file(args.log_filename, LOG_FORMAT), _linked_if_kineto(source) as et_plus:
+        _convert_pytorch(args, et_plus, target, groups)
+
+
+@contextlib.contextmanager
+def _linked_if_kineto(source: str) -> Iterator[str]:
+    """``source``, or, when it is a Kineto trace, the ET+ of it alone (the host side made
+    from its CPU ops, the last complete step: as ``chakra_trace_link --device-trace``),
+    in a temporary folder removed after the block."""
+    if trace_kind(source) is not TraceKind.KINETO:
+        yield source
+        return
+    from chakra.link import LinkOptions
+    from chakra.link.batch import link_files
+
+    with tempfile.TemporaryDirectory(prefix="chakra-converter-") as folder:
+        et_plus = str(Path(folder) / "et_plus.json")
+        link_files(None, source, et_plus, LinkOptions())
+        yield et_plus
 
 
 def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups: Path) -> None:

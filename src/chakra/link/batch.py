@@ -81,14 +81,13 @@ def link_files(
 def _host_from_kineto(device: DeviceTrace, options: LinkOptions) -> tuple[HostTrace, LinkOptions]:
     """The host side made from ``device`` alone, of the step ``options`` choose (by default
     the last: the steady state), and the options that link that step."""
-    step = choose_step(
-        device.steps, LAST_STEP if options.profiler_step is None else options.profiler_step
-    )
+    choice = LAST_STEP if options.profiler_step is None else options.profiler_step
+    step = choose_step(device.steps, choice)
     host = host_trace_from_kineto(device, step)
     if step is not None:
         shown = ", ".join(str(s.number) for s in device.steps)
-        logger.info("%s: ProfilerStep#%d of %s (--profiler-step N or all to choose)",
-                    device.path, step.number, shown)  # fmt: skip
+        how = "the last complete one" if choice == LAST_STEP else "as asked"
+        logger.info("%s: ProfilerStep#%d of steps %s (%s)", device.path, step.number, shown, how)
     logger.info("%s: no host execution trace: %s", device.path, "; ".join(host.notes))
     return host, msgspec.structs.replace(
         options, profiler_step=None if step is None else step.number
