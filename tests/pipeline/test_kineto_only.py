@@ -167,3 +167,23 @@ def test_the_converter_takes_a_kineto_trace_as_the_pipeline_does(tmp_path: Path)
     ours, theirs = read_et(out / "c.et")[1], read_et(tmp_path / "run" / "workload.0.et")[1]
     assert [(n.name, n.type) for n in ours] == [(n.name, n.type) for n in theirs]
     assert len(ours) > 600 and sorted(p.name for p in out.iterdir()) == ["c.et"]
+
+
+def test_collectives_without_groups_that_cannot_meet_say_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kineto traces of the 1.0.1 era record no process group: five ranks in pairs and a
+    single cannot be told apart from the Kineto traces alone. One line says so."""
+    from chakra.synth import options_with_vintages
+
+    traces = tmp_path / "traces"
+    options = SynthOptions(seed=11, ranks=5, steps=2, ops_per_step=40)
+    generate_job(options_with_vintages(options, ["legacy_1_0_1"]), traces)
+    for host in traces.glob("*host_et*"):
+        host.unlink()
+    argv = ["--trace-dir", str(traces), "--output-dir", str(tmp_path / "run"),
+            "--profiler-step", "all", "--no-timeline", "--no-plot", "--no-what-if",
+            "--log-level", "ERROR"]  # fmt: skip
+    assert _run(pipeline.main, argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "process group" in err[0] and "peer rank is unknown" in err[0], err

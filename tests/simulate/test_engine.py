@@ -104,6 +104,24 @@ def test_missing_collective_is_a_deadlock_naming_ranks() -> None:
         simulate(rank0, rank1)
 
 
+def test_a_deadlock_of_collectives_without_a_group_says_the_groups_are_unknown() -> None:
+    def without_group(made: Any) -> Any:
+        kept = [a for a in made.attr if a.name != "pg_name"]
+        del made.attr[:]
+        made.attr.extend(kept)
+        return made
+
+    rank0 = [without_group(node(1, 1, stream=9, coll="0")),
+             without_group(node(2, 1, (1,), stream=9, coll="0"))]  # fmt: skip
+    rank1 = [without_group(node(1, 1, stream=9, coll="0"))]
+    with pytest.raises(SimulationError, match=r"group '' .* name no process group"):
+        simulate(rank0, rank1)
+    with pytest.raises(SimulationError) as named:
+        simulate([node(1, 1, stream=9, coll="0"), node(2, 1, (1,), stream=9, coll="0")],
+                 [node(1, 1, stream=9, coll="0")])  # fmt: skip
+    assert "name no process group" not in str(named.value)
+
+
 def test_unknown_dependency_and_cycle() -> None:
     with pytest.raises(SimulationError, match=r"node 2 .* depends on unknown node 9"):
         build_graph([node(1, 1), node(2, 1, (9,))])

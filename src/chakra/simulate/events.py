@@ -127,9 +127,19 @@ class EventSimulation:
                 )
                 files = [self.graphs[self._rank_index[rank]].source for rank in missing]
                 named = f" ({', '.join(files)})" if all(files) else ""
+                why = (
+                    ""
+                    if key.pg_name
+                    else (
+                        ": these collectives name no process group (the traces do not record "
+                        "them, e.g. a Kineto trace alone from before PyTorch recorded process "
+                        "groups), so every rank's are taken as one group's; the host execution "
+                        "traces would tell the groups apart"
+                    )
+                )
                 raise SimulationError(
                     f"deadlock: communication #{key.index} of group {key.pg_name!r} was reached "
-                    f"by {arrived} but never by rank(s) {missing}{named}"
+                    f"by {arrived} but never by rank(s) {missing}{named}{why}"
                 )
         for r, graph in enumerate(self.graphs):
             stuck = [i for i, end in enumerate(self.end[r]) if end < 0]
