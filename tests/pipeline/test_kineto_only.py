@@ -187,3 +187,29 @@ def test_collectives_without_groups_that_cannot_meet_say_what_is_missing(
     assert _run(pipeline.main, argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "process group" in err[0] and "peer rank is unknown" in err[0], err
+
+
+def test_gloo_collectives_take_their_size_from_the_recorded_shapes(tmp_path: Path) -> None:
+    """torch 2.13's gloo writes no record_param_comms: with record_shapes, each collective's
+    size is its input's shape times its element type (``[[1732]]`` of ``float``: 6,928
+    bytes), read here from the raw events; before, comm_size 0."""
+    from chakra.et import read_et
+
+    kineto = REPO_ROOT / "tests/data/pytorch213/kineto_only/gloo_2rank/rank0.kineto.json.gz"
+    widths = {"float": 4, "double": 8, "half": 2, "bfloat16": 2, "long": 8, "int": 4}
+    expected = []
+    for e in sorted((e for e in _events(kineto) if e.get("name", "").startswith("gloo:")),
+                    key=lambda e: e["ts"]):  # fmt: skip
+        (dims,), (dtype,) = e["args"]["Input Dims"], e["args"]["Input type"]
+        count = 1
+        for d in dims:
+            count *= d
+        expected.append(count * widths[dtype])
+    out = tmp_path / "c.et"
+    argv = ["PyTorch", "--input", str(kineto), "--output", str(out), "--log-level", "ERROR"]
+    from chakra.cli import converter
+
+    assert _run(converter.main, argv) == 0
+    sizes = [next(a.uint64_val or a.int64_val for a in n.attr if a.name == "comm_size")
+             for n in read_et(out)[1] if n.name.startswith("gloo:") and n.type == 7]  # fmt: skip
+    assert sizes == expected[-len(sizes) :] and set(sizes) == {6928, 4}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -91,6 +92,21 @@ def _tensor_bytes(raw: msgspec.Raw) -> int:
     if bytes(memoryview(raw)[:1]) != b"{":
         return 0
     return OpArgs(raw).tensor_bytes()
+
+
+def _shape_bytes(raw: msgspec.Raw) -> int:
+    """Bytes of the inputs from their shapes and element types alone (a host side made from
+    a Kineto trace recorded with ``record_shapes``: ``[[1732]]`` of ``float`` is 6,928
+    bytes; a ``[]`` shape of a known type is one element); 0 without both."""
+    if bytes(memoryview(raw)[:1]) != b"{":
+        return 0
+    args = OpArgs(raw)
+    total = 0
+    for shape, type_name in zip(args.shapes, args.types):
+        width = dtype_bytes(type_name) if isinstance(type_name, str) else None
+        if width and isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape):
+            total += width * math.prod(shape)
+    return total if 0 < total < RANK_LIMIT else 0
 
 
 class Classifier:
@@ -314,10 +330,11 @@ class Classifier:
             width = dtype_bytes(dtype)
             if type(nelems) is int and width and 0 <= nelems * width < RANK_LIMIT:
                 return nelems * width
-        for raw in (comms.inputs if comms else NULL_JSON, node.inputs):
-            size = _tensor_bytes(raw)
-            if size:
-                return size
+        for measure in (_tensor_bytes, _shape_bytes):
+            for raw in (comms.inputs if comms else NULL_JSON, node.inputs):
+                size = measure(raw)
+                if size:
+                    return size
         return 0
 
 
