@@ -11,7 +11,9 @@ times (the median is printed):
   a faster decoder, so a stricter floor.
 - **Kineto-only link + convert**: ``load_device_trace`` -> ``host_trace_from_kineto`` ->
   ``link_traces`` -> ``as_et_plus`` -> ``convert_et_plus`` -> ``write_et`` of the ``.et``,
-  each stage timed (load includes reading the file), with the process's peak RSS.
+  each stage timed (load includes reading the file), with the resident memory after each
+  stage and the process's peak RSS (``RSS/in``: peak less the interpreter's RSS before the
+  chain, over the Kineto file's size).
 
 Then ``x floor`` = (link + convert) / the JSON parse floor (and the same against msgspec),
 us per Kineto event, and, for linearity, the per-event cost of the largest size over the
@@ -76,20 +78,26 @@ def chain_seconds(kineto: Path, output: Path) -> dict[str, Any]:
     logging.disable(logging.WARNING)  # the synthetic traces' expected warnings: not timed
     baseline = current_rss_mib()
     clock = time.perf_counter
-    times = [clock()]
+    times, rss = [clock()], []
+
+    def lap() -> None:
+        times.append(clock())
+        rss.append(current_rss_mib())
+
     device = load_device_trace(kineto)
-    times.append(clock())
+    lap()
     host = host_trace_from_kineto(device)
-    times.append(clock())
+    lap()
     linked = link_traces(host, device, LinkOptions())
-    times.append(clock())
+    lap()
     et_plus = as_et_plus(linked)
-    times.append(clock())
+    lap()
     graph = convert_et_plus(et_plus, ConvertOptions(rank=0))
-    times.append(clock())
+    lap()
     nodes = write_et(output, graph.metadata, graph.nodes)
-    times.append(clock())
+    lap()
     row: dict[str, Any] = {f"{s}_s": b - a for s, a, b in zip(STAGES, times, times[1:])}
+    row.update({f"{s}_rss_mib": mib for s, mib in zip(STAGES, rss)})
     row.update(
         events=sum(n for _, n in device.category_counts),
         host_ops=len(host.ops),
@@ -162,6 +170,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         c = r["chain"]
         cells = (f"{c[s + '_s']:7.2f} ({c[s + '_s'] / c['seconds']:4.0%})" for s in STAGES)
         print(f"{c['events']:>9,.0f} " + " ".join(f"{cell:>18}" for cell in cells))
+    print("\nresident MiB after each stage (everything built so far is still held):")
+    print(f"{'events':>9} " + " ".join(f"{s:>18}" for s in STAGES))
+    for r in rows:
+        c = r["chain"]
+        print(f"{c['events']:>9,.0f} " + " ".join(f"{c[s + '_rss_mib']:>18.0f}" for s in STAGES))
     small, large = rows[0], rows[-1]
     growth = large["chain_us_per_event"] / small["chain_us_per_event"]
     floor_growth = large["floor_us_per_event"] / small["floor_us_per_event"]
