@@ -15,6 +15,10 @@ times (the median is printed):
   stage and the process's peak RSS (``RSS/in``: peak less the interpreter's RSS before the
   chain, over the Kineto file's size).
 
+- **the tools' path**: ``link_files`` to an ET+ file, then ``convert_file`` of it (what
+  ``chakra_pipeline`` and ``chakra_trace_link --device-trace`` + ``chakra_converter`` do),
+  printed as ``tools s`` and ``x floor`` of it.
+
 Then ``x floor`` = (link + convert) / the JSON parse floor (and the same against msgspec),
 us per Kineto event, and, for linearity, the per-event cost of the largest size over the
 smallest. ``--profile`` runs the chain of the largest size once more under cProfile and
@@ -65,7 +69,7 @@ def floor_seconds(kineto: Path, decoder: str) -> dict[str, float]:
 
 
 def chain_seconds(kineto: Path, output: Path) -> dict[str, Any]:
-    """In a child: the Kineto-only chain, one stage at a time, as the pipeline runs it."""
+    """In a child: the Kineto-only chain in memory, one stage at a time."""
     import logging
 
     from chakra.convert import ConvertOptions, convert_et_plus
@@ -109,6 +113,29 @@ def chain_seconds(kineto: Path, output: Path) -> dict[str, Any]:
     return row
 
 
+def tools_seconds(kineto: Path, output: Path) -> dict[str, Any]:
+    """In a child: the path the tools take (``chakra_pipeline``, ``chakra_trace_link
+    --device-trace`` then ``chakra_converter``): link to an ET+ file, convert that file
+    (read back as an outline, the ``.et`` streamed out), every step."""
+    import logging
+
+    from chakra.convert import ConvertOptions, convert_file
+    from chakra.link import LinkOptions
+    from chakra.link.batch import link_files
+
+    logging.disable(logging.WARNING)
+    baseline = current_rss_mib()
+    et_plus = output.with_suffix(".et_plus.json")
+    start = time.perf_counter()
+    link_files(None, kineto, et_plus, LinkOptions(profiler_step="all"))
+    linked = time.perf_counter()
+    convert_file(et_plus, output, ConvertOptions(rank=0))
+    done = time.perf_counter()
+    et_plus.unlink()
+    return {"link_s": linked - start, "convert_s": done - linked, "seconds": done - start,
+            "peak_rss_mib": _peak_rss_mib(), "baseline_rss_mib": baseline}  # fmt: skip
+
+
 def profile_chain(kineto: Path, output: Path, top: int) -> None:
     """In a child: the chain under cProfile; its top functions by cumulative and own time."""
     import cProfile
@@ -143,6 +170,9 @@ def measure_size(kineto: Path, output: Path, repeats: int) -> dict[str, Any]:
         row[f"{decoder}_floor"] = _median_row(runs)
     row["chain"] = _median_row([run_child("chain", str(kineto), str(output))
                                 for _ in range(repeats)])  # fmt: skip
+    row["tools"] = _median_row([run_child("tools", str(kineto), str(output))
+                                for _ in range(repeats)])  # fmt: skip
+    row["tools_ratio_to_json_floor"] = row["tools"]["seconds"] / row["json_floor"]["seconds"]
     chain, floor = row["chain"], row["json_floor"]["seconds"]
     row["ratio_to_json_floor"] = chain["seconds"] / floor
     row["ratio_to_msgspec_floor"] = chain["seconds"] / row["msgspec_floor"]["seconds"]
@@ -164,6 +194,14 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{r['ratio_to_json_floor']:8.2f} {r['ratio_to_msgspec_floor']:8.2f} "
               f"{r['chain_us_per_event']:6.2f} {r['floor_us_per_event']:11.2f} "
               f"{c['peak_rss_mib']:9.0f} {r['rss_to_input']:7.2f}")  # fmt: skip
+    print("\nthe tools' path (link to an ET+ file, convert that file):")
+    print(f"{'events':>9} {'link s':>7} {'convert s':>9} {'tools s':>8} {'x floor':>8} "
+          f"{'peak MiB':>9}")  # fmt: skip
+    for r in rows:
+        t = r["tools"]
+        print(f"{r['chain']['events']:>9,.0f} {t['link_s']:7.2f} {t['convert_s']:9.2f} "
+              f"{t['seconds']:8.2f} {r['tools_ratio_to_json_floor']:8.2f} "
+              f"{t['peak_rss_mib']:9.0f}")  # fmt: skip
     print("\nseconds per stage (median of each; share of the chain):")
     print(f"{'events':>9} " + " ".join(f"{s:>18}" for s in STAGES))
     for r in rows:
@@ -203,6 +241,8 @@ def child_main(arguments: list[str]) -> None:
         print(json.dumps(floor_seconds(kineto, extra[0])))
     elif kind == "chain":
         print(json.dumps(chain_seconds(kineto, Path(extra[0]))))
+    elif kind == "tools":
+        print(json.dumps(tools_seconds(kineto, Path(extra[0]))))
     else:
         profile_chain(kineto, Path(extra[0]), int(extra[1]))
 
