@@ -83,7 +83,11 @@ def test_each_shared_kineto_trace_goes_through_the_pipeline(
     assert in_window == _gpu_ops_launched_in(events, step) > 0
     assert link["gpu_ops_linked"] == in_window
     assert abs(rank["simulation"]["error_pct"]) < 0.01
-    assert (out / "workload.0.et").stat().st_size > 0 and (out / "report.html").is_file()
+    assert (out / "workload.0.et").stat().st_size > 0
+    assert (
+        "Host side made from the Kineto trace</b> on 1 of 1 ranks"
+        in (out / "report.html").read_text()
+    )
 
 
 def test_a_trace_without_cpu_ops_is_one_line_naming_what_is_missing(
@@ -119,7 +123,9 @@ def test_trace_link_without_a_host_trace_writes_et_plus_saying_so(tmp_path: Path
     assert link["report"]["window"].startswith("ProfilerStep#1")  # the last of 0 and 1
 
 
-def test_a_folder_of_kineto_traces_alone_is_a_job(tmp_path: Path, astra_sim: AstraSim) -> None:
+def test_a_folder_of_kineto_traces_alone_is_a_job(
+    tmp_path: Path, astra_sim: AstraSim, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Four ranks, two steps, every step: one .et per rank, each replayed within 1% of its
     measured makespan, and ASTRA-sim issues every node."""
     traces = _kineto_only_job(tmp_path / "traces", 4, 2)
@@ -129,6 +135,8 @@ def test_a_folder_of_kineto_traces_alone_is_a_job(tmp_path: Path, astra_sim: Ast
     assert _run(pipeline.main, argv) == 0
     report = json.loads((out / "report.json").read_text())
     assert [r["rank"] for r in report["ranks"]] == [0, 1, 2, 3]
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("host side made from the Kineto trace on 4 of 4 ranks (no host ET)")
     for rank in report["ranks"]:
         assert rank["link"]["host_source"] == "kineto" and rank["link"]["window"]["step"] is None
         assert abs(rank["simulation"]["error_pct"]) < 1.0
