@@ -101,8 +101,11 @@ def _shape_bytes(raw: msgspec.Raw) -> int:
     if bytes(memoryview(raw)[:1]) != b"{":
         return 0
     args = OpArgs(raw)
+    shapes, types = args.shapes, args.types
+    if not (isinstance(shapes, list) and isinstance(types, list)):  # a mangled file
+        return 0
     total = 0
-    for shape, type_name in zip(args.shapes, args.types):
+    for shape, type_name in zip(shapes, types):
         width = dtype_bytes(type_name) if isinstance(type_name, str) else None
         if width and isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape):
             total += width * math.prod(shape)
