@@ -191,16 +191,24 @@ def run_job(
     work.mkdir()
     truth = _Truth.of(recorded, job.ranks)
     paths = {"": converted_graphs(recorded, job.ranks, work)}
+    replays = {"": simulate([build_graph(n, r) for r, n in enumerate(paths[""])])}
+    kineto_failed = None
     if kineto_only:
-        paths["kineto_"] = converted_graphs(recorded, job.ranks, work, kineto_only=True)
-    replays = {key: simulate([build_graph(n, r) for r, n in enumerate(nodes)])
-               for key, nodes in paths.items()}  # fmt: skip
+        try:  # the ET+ rows stand even where the Kineto traces alone cannot make a job
+            paths["kineto_"] = converted_graphs(recorded, job.ranks, work, kineto_only=True)
+            replays["kineto_"] = simulate([build_graph(n, r) for r, n in
+                                           enumerate(paths["kineto_"])])  # fmt: skip
+        except Exception as exc:  # a benchmark reports the failure and goes on
+            kineto_failed = f"{type(exc).__name__}: {exc}"
+            paths.pop("kineto_", None)
     model_only = {
         "job": job.label,
         "model_only_error_pct": [r.model_only_error_pct for r in replays[""].ranks],
         "unexplained_us": [r.unexplained_us for r in replays[""].ranks],
     }
-    if kineto_only:
+    if kineto_failed is not None:
+        model_only["kineto_failed"] = kineto_failed
+    elif kineto_only:
         replayed = job_span_us(replays["kineto_"])
         model_only["kineto_replay_error_pct"] = (replayed - truth.job_us) / truth.job_us * 100
     rows = []
@@ -288,7 +296,7 @@ def report(rows: list[dict], model_only: list[dict], failed: list[dict], toleran
     print(f"{beyond} of {len(errors)} rows beyond |error| {tolerance:g}% (marked !), "
           f"{len(failed)} job(s) failed")  # fmt: skip
     by_variant(rows, failed, tolerance)
-    if rows and "kineto_error_pct" in rows[0]:
+    if any("kineto_replay_error_pct" in entry or "kineto_failed" in entry for entry in model_only):
         kineto_report(rows, model_only, tolerance)
     print("model-only error per rank (delay and idle nodes at zero), unexplained time:")
     for entry in model_only:
@@ -300,7 +308,9 @@ def report(rows: list[dict], model_only: list[dict], failed: list[dict], toleran
 def kineto_report(rows: list[dict], model_only: list[dict], tolerance: float) -> None:
     """--kineto-only: each row from the Kineto traces alone beside the ET+ path's, then
     the summary (replay against the truth, what-if errors, distance to the ET+ path)."""
-    width = max(len(row["job"]) for row in rows)
+    failed = [entry for entry in model_only if "kineto_failed" in entry]
+    rows = [row for row in rows if "kineto_error_pct" in row]
+    width = max([len(row["job"]) for row in rows] + [34])
     print("from the Kineto traces alone (no host ET), beside the host ET + Kineto path:")
     print(f"{'job':<{width}} {'what-if':<13} {'true %':>8} {'Kineto %':>9} {'error %':>8} "
           f"{'ET+ error %':>12} {'points apart':>13}")  # fmt: skip
@@ -310,13 +320,18 @@ def kineto_report(rows: list[dict], model_only: list[dict], tolerance: float) ->
         print(f"{row['job']:<{width}} {row['what_if']:<13} {row['true_change_pct']:>8.2f} "
               f"{row['kineto_predicted_change_pct']:>9.2f} {row['kineto_error_pct']:>8.2f} "
               f"{row['error_pct']:>12.2f} {apart:>+13.2f}{flag}")  # fmt: skip
+    for entry in failed:
+        print(f"{entry['job']:<{width}} FAILED from Kineto alone: {entry['kineto_failed']}")
+    if not rows:
+        return
     errors = [abs(row["kineto_error_pct"]) for row in rows]
     apart = [abs(row["kineto_error_pct"] - row["error_pct"]) for row in rows]
-    replay = [abs(entry["kineto_replay_error_pct"]) for entry in model_only]
+    replay = [abs(e["kineto_replay_error_pct"]) for e in model_only if "kineto_failed" not in e]
     print(f"Kineto alone: replay |error| against the truth max {max(replay):.2f}% over "
           f"{len(replay)} jobs; what-if |error| max {max(errors):.2f}%, median "
           f"{statistics.median(errors):.2f}% over {len(errors)} rows; apart from the ET+ "
-          f"path max {max(apart):.2f} points, median {statistics.median(apart):.2f}")  # fmt: skip
+          f"path max {max(apart):.2f} points, median {statistics.median(apart):.2f}; "
+          f"{len(failed)} job(s) failed from Kineto alone")  # fmt: skip
 
 
 def by_variant(rows: list[dict], failed: list[dict], tolerance: float) -> None:
