@@ -22,9 +22,10 @@ from chakra.fileio.location import location, name_of
 from chakra.ingest.detect import TraceKind, require_kind
 from chakra.link import LinkOptions
 from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
+from chakra.pipeline.astra_profile import PROFILES
 from chakra.pipeline.inputs import ranks_in_folders
 from chakra.pipeline.resume import ET_PREFIX
-from chakra.pipeline.run import summary_text
+from chakra.pipeline.run import PipelineResult, summary_text
 from chakra.pipeline.timeline_file import TIMELINE_ALL, TIMELINE_AUTO, TimelineOptions
 from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario
 from chakra.views.job import ALL_RANKS_UP_TO
@@ -156,6 +157,16 @@ def _add_conversion_options(parser: argparse.ArgumentParser) -> None:
     """How ranks are linked and their graphs written."""
     add_profiler_step_option(parser)
     parser.add_argument(
+        "--astra-sim-profile",
+        choices=PROFILES,
+        default="full",
+        help="the .et family handed to ASTRA-sim: full (PREFIX.<r>.et, what chakra_sim "
+        "replays) or fold (also PREFIX_fold.<r>.et: communication kept, the rest folded "
+        "into the chain of time that bounded the measured step, so that ASTRA-sim's one "
+        "CPU, GPU and network slot per rank replay the measured step; with the ring "
+        "bandwidth that reproduces the measured collectives)",
+    )
+    parser.add_argument(
         "--allow-pid-mismatch",
         action="store_true",
         help="link host and device traces whose process ids differ "
@@ -278,6 +289,7 @@ def _run(args: argparse.Namespace) -> None:
         what_if=scenarios,
         html=not args.no_html,
         timeline=TimelineOptions(not args.no_timeline, args.timeline_ranks, args.timeline_window),
+        astra_sim_profile=args.astra_sim_profile,
     )
     if result.reused:
         print(
@@ -294,12 +306,27 @@ def _run(args: argparse.Namespace) -> None:
         + (f", plot {name_of(result.plot)}" if result.plot else "")
     )
     if result.et_prefix is not None:
-        print(f"ASTRA-sim: {command_line(result.et_prefix, result.comm_groups)}")
-        if len(result.ranks) == 1:
-            print(
-                "  (ASTRA-sim's analytical network needs 2 NPUs or more: to run one rank, "
-                f"copy {name_of(result.et_prefix)}.0.et to {name_of(result.et_prefix)}.1.et)"
-            )
+        _print_astra_sim(result)
+
+
+def _print_astra_sim(result: PipelineResult) -> None:
+    """The ASTRA-sim command for the family handed to it, and, for the fold, the network
+    that reproduces the measured collectives."""
+    family = result.astra_sim
+    prefix = family.prefix if family is not None else result.et_prefix
+    print(f"ASTRA-sim: {command_line(prefix, result.comm_groups)}")
+    if family is not None and family.profile == "fold":
+        fitted = "no collective to fit the network on"
+        if family.gbps is not None:
+            fitted = (f"its network: a ring of {family.gbps:.1f} GB/s and {family.latency_ns:.0f} "
+                      "ns per hop reproduces the measured collectives (run.py --gbps "
+                      f"{family.gbps:.1f})")  # fmt: skip
+        print(f"  ({name_of(prefix)}.<r>.et: the fold, replayed at the measured step; {fitted})")
+    if len(result.ranks) == 1:
+        print(
+            "  (ASTRA-sim's analytical network needs 2 NPUs or more: to run one rank, "
+            f"copy {name_of(prefix)}.0.et to {name_of(prefix)}.1.et)"
+        )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

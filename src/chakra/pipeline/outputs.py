@@ -46,12 +46,14 @@ class OutputOptions(msgspec.Struct, frozen=True):
     """Which optional outputs to write. ``what_if`` None: :data:`DEFAULT_SCENARIOS` (which
     adapt to the job, see :func:`run_scenarios`); empty: no what-if runs; else those
     scenarios, run as given or skipped with a note. ``timeline``: whether and what
-    ``timeline.json`` shows (:mod:`chakra.pipeline.timeline_file`)."""
+    ``timeline.json`` shows (:mod:`chakra.pipeline.timeline_file`); ``astra_sim_profile``:
+    the ``.et`` family handed to ASTRA-sim (:mod:`chakra.pipeline.astra_profile`)."""
 
     plot: bool = True
     html: bool = True
     what_if: Optional[tuple[Scenario, ...]] = None
     timeline: TimelineOptions = TimelineOptions()
+    astra_sim_profile: str = "full"
 
 
 class OutputFiles(msgspec.Struct, frozen=True):

@@ -62,6 +62,7 @@ from chakra.fileio.location import Location, join, location, name_of
 from chakra.fileio.stale import remove_stale_temporaries
 from chakra.link import LinkOptions
 from chakra.link.batch import RankPair, link_files
+from chakra.pipeline.astra_profile import AstraSimFamily, write_profile
 from chakra.pipeline.fresh import job_step, output_folder
 from chakra.pipeline.naming import input_labels
 from chakra.pipeline.outputs import (
@@ -117,6 +118,7 @@ class PipelineResult(msgspec.Struct, frozen=True):
     html: Optional[Location] = None  # report.html, unless turned off
     what_if: list[WhatIf] = []  # the what-if scenarios, run or skipped (with a note)
     job: Optional[JobSummary] = None  # the job's makespan, rank comparison, what-if changes
+    astra_sim: Optional[AstraSimFamily] = None  # the .et family handed to ASTRA-sim
 
 
 class Execution(msgspec.Struct, frozen=True):
@@ -251,6 +253,7 @@ def run_pipeline(
     what_if: Optional[Sequence[Scenario]] = None,
     html: bool = True,
     timeline: Union[bool, TimelineOptions] = True,
+    astra_sim_profile: str = "full",
 ) -> PipelineResult:
     """Run every stage for ``ranks`` (simulated together, so collectives meet) and write
     the outputs; raises ChakraError naming the rank and file at the first failure.
@@ -275,6 +278,7 @@ def run_pipeline(
     :data:`~chakra.simulate.scenarios.DEFAULT_SCENARIOS`, an empty list none. ``plot`` and
     ``html``: write ``utilisation.png`` and ``report.html``. ``timeline``: whether and what
     ``timeline.json`` shows (:class:`~chakra.pipeline.timeline_file.TimelineOptions`).
+    ``astra_sim_profile``: the family handed to ASTRA-sim (:mod:`chakra.pipeline.astra_profile`).
     """
     if not et_prefix or "/" in et_prefix:
         raise ChakraError(f"--et-prefix {et_prefix!r}: a file name prefix, without '/'")
@@ -282,7 +286,8 @@ def run_pipeline(
         raise ChakraError("no ranks to process")
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
     shown = checked_options(timeline, [files.rank for files in ranks])
-    outputs = OutputOptions(plot, html, None if what_if is None else tuple(what_if), shown)
+    outputs = OutputOptions(plot, html, None if what_if is None else tuple(what_if), shown,
+                            astra_sim_profile)  # fmt: skip
     output_dir = location(output_dir)
     check_inputs(ranks)
     refuse_overwriting(ranks, output_dir, et_prefix)
@@ -320,6 +325,7 @@ def _stages(
         files = write_outputs(
             replay, reports, agreement_entry(agreement, rewritten), output_dir, outputs, job
         )
+        family = write_profile(outputs.astra_sim_profile, ets, replay, output_dir, et_prefix, job)
     return PipelineResult(
         output_dir,
         reports,
@@ -332,6 +338,7 @@ def _stages(
         files.html,
         files.what_if,
         files.job,
+        family,
     )
 
 
