@@ -25,10 +25,13 @@ def test_a_truncated_host_trace_is_named_with_workers(tmp_path: Path, jobs: str)
     host.write_bytes(host.read_bytes()[: host.stat().st_size // 2])
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "chakra.cli.pipeline", "--trace-dir",
-                           str(traces), "--output-dir", str(out), "-j", jobs],
+                           str(traces), "--output-dir", str(out), "-j", jobs,
+                           "--log-level", "WARNING"],
                           env={**os.environ, "PYTHONPATH": SRC}, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
     assert done.stderr.startswith(f"chakra_pipeline: error: {host}: "), done.stderr
-    assert "Traceback" not in done.stderr and not out.exists()
+    assert "Traceback" not in done.stderr
+    # with -j 2, rank 1 may finish before rank 0 fails: then it is kept for the rerun
+    assert not out.exists() or not list(out.glob("rank0.*"))

@@ -318,9 +318,9 @@ def _print_astra_sim(result: PipelineResult) -> None:
     if family is not None and family.profile == "fold":
         fitted = "no collective to fit the network on"
         if family.gbps is not None:
-            fitted = (f"its network: a ring of {family.gbps:.1f} GB/s and {family.latency_ns:.0f} "
+            fitted = (f"its network: a ring of {family.gbps:.4g} GB/s and {family.latency_ns:.0f} "
                       "ns per hop reproduces the measured collectives (run.py --gbps "
-                      f"{family.gbps:.1f})")  # fmt: skip
+                      f"{family.gbps:.4g})")  # fmt: skip
         print(f"  ({name_of(prefix)}.<r>.et: the fold, replayed at the measured step; {fitted})")
     if len(result.ranks) == 1:
         print(
