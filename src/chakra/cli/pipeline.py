@@ -316,12 +316,10 @@ def _print_astra_sim(result: PipelineResult) -> None:
     prefix = family.prefix if family is not None else result.et_prefix
     print(f"ASTRA-sim: {command_line(prefix, result.comm_groups)}")
     if family is not None and family.profile == "fold":
-        fitted = "no collective to fit the network on"
-        if family.gbps is not None:
-            fitted = (f"its network: a ring of {family.gbps:.4g} GB/s and {family.latency_ns:.0f} "
-                      "ns per hop reproduces the measured collectives (run.py --gbps "
-                      f"{family.gbps:.4g})")  # fmt: skip
-        print(f"  ({name_of(prefix)}.<r>.et: the fold, replayed at the measured step; {fitted})")
+        fitted = (f"run.py --gbps {family.gbps:.4g} --latency-ns {family.latency_ns:.0f}: "
+                  "finishes at " + ", ".join(f"{r:.3f}" for r in family.ratios)
+                  + " of the ranks' measured steps")  # fmt: skip
+        print(f"  ({name_of(prefix)}.<r>.et: the fold; with {fitted})")
     if len(result.ranks) == 1:
         print(
             "  (ASTRA-sim's analytical network needs 2 NPUs or more: to run one rank, "

@@ -1,8 +1,8 @@
 """Which ``.et`` family a pipeline run hands to ASTRA-sim: the full graphs
 (``PREFIX.<r>.et``, what ``chakra_sim`` replays), or with ``--astra-sim-profile fold`` their
 fold (``PREFIX_fold.<r>.et``: :mod:`chakra.simulate.fold`), which ASTRA-sim's resource model
-replays at the measured step, with the ring bandwidth that reproduces the measured
-collectives (:mod:`chakra.simulate.astra_calibration`)."""
+replays at the measured step, with the ring bandwidth at which it does
+(:mod:`chakra.simulate.astra_calibration`)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ class AstraSimFamily(msgspec.Struct, frozen=True):
     profile: str = "full"
     gbps: Optional[float] = None
     latency_ns: Optional[float] = None
+    ratios: tuple[float, ...] = ()  # each rank's ASTRA-sim finish over its measured step
 
 
 def fold_name(et_prefix: str) -> str:
@@ -60,17 +61,18 @@ def write_profile(
     if not all(isinstance(path, Path) for path in ets):
         raise ChakraError("--astra-sim-profile fold needs a local output folder")
     read = [read_et(path) for path in ets]
-    nodes = [rank_nodes for _, rank_nodes in read]
-    fit = fitted_ring(nodes, replay)
-    gbps = None if fit is None else fit.ring.bandwidth_gbps
+    folded = fold_job([rank_nodes for _, rank_nodes in read], replay)
+    measured = [r.measured_makespan_us or r.simulated_makespan_us for r in replay.ranks]
+    fit = fitted_ring(folded, measured)
+    gbps = fit.ring.bandwidth_gbps
     prefix = join(output_dir, fold_name(et_prefix))
-    for rank, ((metadata, _), folded) in enumerate(zip(read, fold_job(nodes, replay))):
-        write_et(f"{prefix}.{rank}.et", fold_metadata(metadata, gbps), folded, group)
-    if fit is not None:
-        logger.info(
-            "ASTRA-sim fold: a ring of %.1f GB/s, %.0f ns per hop reproduces the %d measured "
-            "collectives (median |error| %.1f%%)",
-            gbps, fit.ring.latency_ns, fit.collectives, fit.median_error_pct,
-        )  # fmt: skip
-    latency = None if fit is None else fit.ring.latency_ns
-    return AstraSimFamily(prefix, "fold", gbps, latency)
+    for rank, ((metadata, _), nodes) in enumerate(zip(read, folded)):
+        write_et(f"{prefix}.{rank}.et", fold_metadata(metadata, gbps), nodes, group)
+    shown = ", ".join(f"{ratio:.3f}" for ratio in fit.ratios)
+    if fit.matched:
+        logger.info("ASTRA-sim fold: with a ring of %.4g GB/s each rank finishes at %s of its "
+                    "measured step", gbps, shown)  # fmt: skip
+    else:
+        logger.warning("ASTRA-sim fold: no ring bandwidth makes the ranks finish at their "
+                       "measured step; at %.4g GB/s: %s of it", gbps, shown)  # fmt: skip
+    return AstraSimFamily(prefix, "fold", gbps, fit.ring.latency_ns, fit.ratios)

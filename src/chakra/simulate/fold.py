@@ -39,6 +39,8 @@ COMM_TYPES = frozenset({NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE,
 #: What a fold file's metadata says it is (attribute ``astra_sim_profile``).
 FOLD = "fold"
 SEGMENT_NAME = "[fold]"
+#: Times closer than this (µs) are taken as one: a node started when that one ended.
+_TIE_US = 1e-6
 
 
 def fold_rank(
@@ -47,26 +49,26 @@ def fold_rank(
     """The fold of one rank: ``nodes`` (its full graph), ``graph`` built from them and the
     times the replay gave each node of ``graph`` (``start_us[i]``, ``end_us[i]``: node
     ``graph.ids[i]``). Ids: the pieces and the communications in time order, from 1."""
-    position = {node_id: i for i, node_id in enumerate(graph.ids)}
-    comms = [n for n in nodes if n.type in COMM_TYPES]
     if not len(start_us):
         return []
+    position = {node_id: i for i, node_id in enumerate(graph.ids)}
+    comms = [n for n in nodes if n.type in COMM_TYPES and n.id in position]
     first, last = min(start_us), max(end_us)
-    waiters = _waiters(nodes, {n.id for n in comms})
-    arrival = {}
-    cuts = {_us(first), _us(last)}
-    for comm in comms:
-        ends = [end_us[position[d]] for d in comm.data_deps if d in position]
-        arrival[comm.id] = _us(max(ends, default=first))
-        cuts.add(arrival[comm.id])
-        for waiter in waiters.get(comm.id, ()):
-            cuts.add(_us(start_us[position[waiter]]))
+    arrival = {c.id: _us(_arrival(graph, position[c.id], end_us, first)) for c in comms}
+    waited: dict[int, set[int]] = {c.id: set() for c in comms}  # comm -> points waited at
+    for comm, waiter in _waiters(nodes, set(waited)):
+        if waiter in position:
+            waited[comm].add(_us(start_us[position[waiter]]))
+    blocked = {graph.ids[i]: (_us(a), _us(end_us[i]))
+               for i, a in _blocked(graph, start_us, end_us, first)}  # fmt: skip
+    for comm_id, (_, done) in blocked.items():
+        if comm_id in waited:
+            waited[comm_id].add(done)
+    cuts = {_us(first), _us(last), *arrival.values(), *(p for s in waited.values() for p in s)}
     points = sorted(cuts)
-    waited_at: dict[int, list[int]] = {}  # cut point -> communications waited for there
-    for comm in comms:
-        for waiter in waiters.get(comm.id, ()):
-            waited_at.setdefault(_us(start_us[position[waiter]]), []).append(comm.id)
-    return _chain(points, comms, arrival, waited_at)
+    pieces = [(a, b) for a, b in zip(points, points[1:])
+              if not any(lo <= a and b <= hi for lo, hi in blocked.values())]  # fmt: skip
+    return _chain(pieces, comms, arrival, waited)
 
 
 def _us(value: float) -> int:
@@ -75,54 +77,107 @@ def _us(value: float) -> int:
     return round(value)
 
 
-def _waiters(nodes: Sequence[Node], comm_ids: set[int]) -> dict[int, list[int]]:
-    """For each communication, the nodes that depend on it (``data_deps``)."""
-    out: dict[int, list[int]] = {}
-    for node in nodes:
-        for dep in node.data_deps:
-            if dep in comm_ids:
-                out.setdefault(dep, []).append(node.id)
+def _arrival(graph: SimGraph, i: int, end_us: Sequence[float], first: float) -> float:
+    """When node ``i``'s last dependency ended (the rank's arrival at a communication)."""
+    preds = graph.preds[graph.pred_start[i] : graph.pred_start[i + 1]]
+    return max((end_us[p] for p in preds), default=first)
+
+
+def _waiters(nodes: Sequence[Node], comm_ids: set[int]) -> list[tuple[int, int]]:
+    """(communication, a node that depends on it: ``data_deps``) pairs."""
+    return [(dep, node.id) for node in nodes for dep in node.data_deps if dep in comm_ids]
+
+
+def _blocked(
+    graph: SimGraph, start_us: Sequence[float], end_us: Sequence[float], first: float
+) -> list[tuple[int, float]]:
+    """The communications on the rank's critical path (a backward walk from its last end,
+    each step to the dependency or the previous node of the same resource that ended as the
+    node started; a communication steps to its arrival), with the rank's arrival at each:
+    from the arrival to the communication's end, the rank waited for it."""
+    previous = _previous_on_resource(graph, start_us)
+    node = max(range(len(end_us)), key=lambda i: end_us[i])
+    found: list[tuple[int, float]] = []
+    for _ in range(len(end_us)):  # a walk visits each node once at most
+        preds = list(graph.preds[graph.pred_start[node] : graph.pred_start[node + 1]])
+        if node in graph.comm:
+            arrival = _arrival(graph, node, end_us, first)
+            found.append((node, arrival))
+            before = [p for p in preds if end_us[p] >= arrival - _TIE_US]
+        else:
+            behind = previous.get(node)
+            candidates = preds + ([behind] if behind is not None else [])
+            before = [p for p in candidates if abs(end_us[p] - start_us[node]) <= _TIE_US]
+        if not before:
+            break
+        node = min(before, key=lambda p: (p in graph.comm, -end_us[p]))  # ties: compute
+    return found
+
+
+def _previous_on_resource(graph: SimGraph, start_us: Sequence[float]) -> dict[int, int]:
+    """Each node's predecessor on its resource (thread, stream) in the replay."""
+    by_resource: dict[int, list[int]] = {}
+    for i, resource in enumerate(graph.resource):
+        if resource >= 0:
+            by_resource.setdefault(resource, []).append(i)
+    out = {}
+    for members in by_resource.values():
+        members.sort(key=lambda i: start_us[i])
+        out.update(zip(members[1:], members[:-1]))
     return out
 
 
 def _chain(
-    points: list[int],
+    pieces: list[tuple[int, int]],
     comms: list[Node],
     arrival: dict[int, int],
-    waited_at: dict[int, list[int]],
+    waited: dict[int, set[int]],
 ) -> list[Node]:
-    """The pieces between consecutive ``points`` and the communications, numbered in time
-    order (a communication right after the piece that ends at its arrival)."""
-    by_arrival: dict[int, list[Node]] = {}
+    """The ``pieces`` (begin, end) as a chain of compute nodes and the communications, in
+    time order: a communication after the last piece that ends by its arrival, and the
+    first piece that begins at or after a point where a communication was waited for
+    depends on it."""
+    ends = [end for _, end in pieces]
+    begins = [begin for begin, _ in pieces]
+    after: dict[int, list[Node]] = {}  # piece index (-1: none) -> communications after it
     for comm in sorted(comms, key=lambda c: (arrival[c.id], c.id)):
-        by_arrival.setdefault(arrival[comm.id], []).append(comm)
+        after.setdefault(bisect.bisect_right(ends, arrival[comm.id]) - 1, []).append(comm)
+    waits: dict[int, set[int]] = {}  # piece index -> communications it waits for
+    for comm_id, points in waited.items():
+        for point in points:
+            k = bisect.bisect_left(begins, point)
+            if k < len(pieces):
+                waits.setdefault(k, set()).add(comm_id)
     out: list[Node] = []
-    new_id: dict[int, int] = {}  # a communication's id in the full graph -> in the fold
-    previous = None
-    for begin in [None, *points[:-1]]:  # None: the communications that arrive at the start
-        if begin is not None:
-            end = points[bisect.bisect_right(points, begin)]
-            piece = Node(id=len(out) + 1, name=SEGMENT_NAME, type=NodeType.COMP_NODE,
-                         duration_micros=end - begin)  # fmt: skip
-            set_attr(piece, "is_cpu_op", False)
-            deps = [] if previous is None else [previous]
-            deps += [new_id[c] for c in waited_at.get(begin, ()) if c in new_id]
-            piece.data_deps.extend(deps)
-            out.append(piece)
-            previous, at = piece.id, end
-        else:
-            at = points[0]
-        for comm in by_arrival.pop(at, ()):
-            kept = Node()
-            kept.CopyFrom(comm)
-            kept.id = len(out) + 1
-            del kept.data_deps[:]
-            del kept.ctrl_deps[:]
-            if previous is not None:
-                kept.data_deps.append(previous)
-            new_id[comm.id] = kept.id
-            out.append(kept)
+    new_id: dict[int, int] = {}
+    for comm in after.pop(-1, ()):
+        new_id[comm.id] = _append_comm(out, comm, None)
+    previous: Optional[int] = None
+    for k, (begin, end) in enumerate(pieces):
+        piece = Node(id=len(out) + 1, name=SEGMENT_NAME, type=NodeType.COMP_NODE,
+                     duration_micros=end - begin)  # fmt: skip
+        set_attr(piece, "is_cpu_op", False)
+        if previous is not None:
+            piece.data_deps.append(previous)
+        piece.data_deps.extend(sorted(new_id[c] for c in waits.get(k, ()) if c in new_id))
+        out.append(piece)
+        previous = piece.id
+        for comm in after.get(k, ()):
+            new_id[comm.id] = _append_comm(out, comm, piece.id)
     return out
+
+
+def _append_comm(out: list[Node], comm: Node, after_piece: Optional[int]) -> int:
+    """Append a copy of ``comm`` (its dependencies replaced by ``after_piece``); its id."""
+    kept = Node()
+    kept.CopyFrom(comm)
+    kept.id = len(out) + 1
+    del kept.data_deps[:]
+    del kept.ctrl_deps[:]
+    if after_piece is not None:
+        kept.data_deps.append(after_piece)
+    out.append(kept)
+    return kept.id
 
 
 def fold_job(nodes_by_rank: Sequence[Sequence[Node]], result: SimResult) -> list[list[Node]]:
