@@ -11,16 +11,19 @@ network decides and replaces the rest by the time it took:
   group, peers), so ASTRA-sim's network times it and the ranks meet as they did;
 - the rank's timeline in the replay (the schedule the full graph reproduces, within a
   fraction of a percent of the measured one) is cut at each communication's *arrival* (when
-  its last dependency ended) and at each start of a node that waited for one; the pieces
-  become a chain of compute nodes (``[fold]``, on the GPU slot), each lasting its piece;
-- a communication depends on the piece that ends at its arrival; the piece that starts
-  where one of its waiters started depends on it as well as on the piece before.
+  its last dependency ended) and at its *latest finish* (the critical path method's: its
+  end plus its float, how late it could end without the rank ending later); the pieces
+  become a chain of compute nodes (``[fold]``, on the GPU slot), each lasting its piece,
+  but for the time the rank's critical path spent inside a communication (from its arrival
+  to its end), which the communication itself stands for;
+- a communication depends on the piece that ends by its arrival; the first piece that
+  begins at its latest finish depends on it as well as on the piece before.
 
 So at the recorded speed of the network the chain reaches every arrival when the replay
-did, and a slower network delays exactly the pieces that waited for a communication, and
-everything after them (the fold keeps one chain: work that the full graph could still have
-overlapped with a late communication is taken as waiting for it). Linear in the nodes plus
-a sort of the cut points.
+did; a communication that takes longer holds the chain up only by what its float does not
+absorb, as in the full graph, and a faster one shortens the step where the rank waited for
+it. Several late communications interact along the one chain (work the full graph could
+still overlap is taken in sequence). Linear in the nodes plus a sort.
 """
 
 from __future__ import annotations
@@ -55,10 +58,10 @@ def fold_rank(
     comms = [n for n in nodes if n.type in COMM_TYPES and n.id in position]
     first, last = min(start_us), max(end_us)
     arrival = {c.id: _us(_arrival(graph, position[c.id], end_us, first)) for c in comms}
-    waited: dict[int, set[int]] = {c.id: set() for c in comms}  # comm -> points waited at
-    for comm, waiter in _waiters(nodes, set(waited)):
-        if waiter in position:
-            waited[comm].add(_us(start_us[position[waiter]]))
+    latest = _latest_finish(graph, start_us, end_us, last)
+    # a communication holds the chain up where the rank could no longer absorb its delay:
+    # its latest finish (its end plus its float); on the critical path, its end
+    waited = {c.id: {_us(latest[position[c.id]])} for c in comms}
     blocked = {graph.ids[i]: (_us(a), _us(end_us[i]))
                for i, a in _blocked(graph, start_us, end_us, first)}  # fmt: skip
     for comm_id, (_, done) in blocked.items():
@@ -83,9 +86,24 @@ def _arrival(graph: SimGraph, i: int, end_us: Sequence[float], first: float) -> 
     return max((end_us[p] for p in preds), default=first)
 
 
-def _waiters(nodes: Sequence[Node], comm_ids: set[int]) -> list[tuple[int, int]]:
-    """(communication, a node that depends on it: ``data_deps``) pairs."""
-    return [(dep, node.id) for node in nodes for dep in node.data_deps if dep in comm_ids]
+def _latest_finish(
+    graph: SimGraph, start_us: Sequence[float], end_us: Sequence[float], last: float
+) -> list[float]:
+    """Each node's latest finish in the replay (the critical path method's backward pass
+    over the dependencies and each resource's order): how late it could have ended without
+    the rank ending later."""
+    following = {before: after for after, before in _previous_on_resource(graph, start_us).items()}
+    latest = [last] * len(end_us)
+    order = sorted(range(len(end_us)), key=lambda i: (start_us[i], end_us[i]), reverse=True)
+    for node in order:
+        successors = list(graph.succs[graph.succ_start[node] : graph.succ_start[node + 1]])
+        if node in following:
+            successors.append(following[node])
+        for succ in successors:
+            latest_start = latest[succ] - (end_us[succ] - start_us[succ])
+            if latest_start < latest[node]:
+                latest[node] = latest_start
+    return latest
 
 
 def _blocked(
