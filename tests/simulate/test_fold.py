@@ -16,7 +16,7 @@ from chakra.cli import pipeline
 from chakra.et import Node, NodeType, read_et, set_attr
 from chakra.simulate import build_graph, simulate, what_if
 from chakra.simulate.astra_network import AstraRing
-from chakra.simulate.fold import SEGMENT_NAME, fold_rank
+from chakra.simulate.fold import COMM_TYPES, SEGMENT_NAME, fold_rank
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.run import simulate_astra_files
 from chakra.synth import SynthOptions, generate_job
@@ -140,3 +140,26 @@ def test_the_pipeline_prints_the_fold_and_its_network(
     said = capsys.readouterr().out
     assert "--workload-configuration=" in said and "workload_fold" in said
     assert re.search(r"run\.py --gbps [0-9.e+-]+ --latency-ns 500: finishes at", said), said
+
+
+def test_the_converter_writes_the_fold_of_one_rank(tmp_path: Path) -> None:
+    """``chakra_converter PyTorch --astra-sim-profile fold``: the fold of the rank as it
+    replays alone; its pieces and the communications its critical path waited in span the
+    replay, and the file says which profile it is."""
+    from chakra.cli import converter
+
+    fixture = REPO_ROOT / "tests/data/pytorch213/kineto_only/gloo_2rank"
+    full, fold = tmp_path / "full.et", tmp_path / "fold.et"
+    for target, profile in ((full, "full"), (fold, "fold")):
+        argv = ["PyTorch", "--input", str(fixture / "rank0.kineto.json.gz"), "--output",
+                str(target), "--astra-sim-profile", profile, "--log-level", "ERROR"]  # fmt: skip
+        with pytest.raises(SystemExit) as done:
+            converter.main(argv)
+        assert done.value.code in (0, None)
+    metadata, folded = read_et(fold)
+    assert {a.name: a.string_val for a in metadata.attr}["astra_sim_profile"] == "fold"
+    nodes = read_et(full)[1]
+    comms = [n.name for n in nodes if n.type in COMM_TYPES]
+    kept = [n.name for n in folded if n.name != SEGMENT_NAME]
+    assert sorted(kept) == sorted(comms) and len(folded) < len(nodes) / 2
+    assert all(n.type == NodeType.COMP_NODE for n in folded if n.name == SEGMENT_NAME)

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from chakra.cli import arg_types
 from chakra.cli.conventions import ToolArgumentParser
@@ -73,6 +73,17 @@ def _add_pytorch_options(parser: argparse.ArgumentParser, shown: bool = True) ->
         metavar="R",
         help=described(
             "this trace's global rank (default: the one Kineto recorded), for the ends of send/recv"
+        ),
+    )
+    parser.add_argument(
+        "--astra-sim-profile",
+        choices=("full", "fold"),
+        default="full",
+        help=described(
+            "full: the whole graph (threads, streams); fold: the rank's replayed timeline as "
+            "one chain of compute pieces around its communications, for ASTRA-sim's one CPU, "
+            "GPU and network slot per rank (the ring bandwidth that finishes every rank at "
+            "its measured step needs the whole job: chakra_pipeline --astra-sim-profile fold)"
         ),
     )
     parser.add_argument(
@@ -296,7 +307,7 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
         process_group_metadata=args.process_group_metadata,
     )
     with AtomicGroup() as outputs:  # the .et appears only once it has passed --validate
-        report = convert_file(source, target, options, outputs)
+        report = _converted(source, target, options, outputs, args.astra_sim_profile)
         if args.validate:
             _validate_before_commit(outputs, target)
         if report.comm_groups:
@@ -309,6 +320,28 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
         logger.info("ASTRA-sim communicator groups in %s (--comm-group-configuration)", groups)
     if args.simulate:
         _simulate(target)
+
+
+def _converted(
+    source: str, target: str, options: ConvertOptions, outputs: AtomicGroup, profile: str
+) -> Any:
+    """Convert ``source`` into ``target`` (in ``outputs``); with the ``fold`` profile, the
+    fold of the graph as it replays alone (:mod:`chakra.simulate.fold`)."""
+    if profile != "fold":
+        return convert_file(source, target, options, outputs)
+    from chakra.et import read_et
+    from chakra.et.writer import write_et
+    from chakra.simulate import build_graph, simulate
+    from chakra.simulate.fold import fold_job, fold_metadata
+
+    with tempfile.TemporaryDirectory(prefix="chakra-converter-") as folder:
+        full = Path(folder) / "full.et"
+        report = convert_file(source, full, options)
+        metadata, nodes = read_et(full)
+    replay = simulate([build_graph(nodes, 0)])
+    (folded,) = fold_job([nodes], replay)
+    write_et(target, fold_metadata(metadata, None), folded, outputs)
+    return report
 
 
 def _validate_before_commit(outputs: AtomicGroup, target: str) -> None:
