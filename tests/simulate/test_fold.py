@@ -108,13 +108,17 @@ def test_astra_sims_model_replays_the_fold_at_the_measured_step(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["synthetic_8_ranks", "gloo2_fast_r1", "gloo4_fast_r1"])
+@pytest.mark.parametrize(
+    "case", ["synthetic_8_ranks", "synthetic_3_steps", "gloo2_fast_r1", "gloo4_fast_r1"]
+)
 def test_the_real_astra_sim_finishes_the_fold_at_the_measured_step(
     tmp_path: Path, astra_sim: AstraSim, case: str
 ) -> None:
     if case == "synthetic_8_ranks":
         out, report = _fold_job(tmp_path, seed=3, ranks=8, steps=1, ops_per_step=300,
                                 worker_threads=True)  # fmt: skip
+    elif case == "synthetic_3_steps":
+        out, report = _fold_job(tmp_path, seed=5, ranks=4, steps=3, ops_per_step=200)
     else:
         out = tmp_path / "run"
         traces = REPO_ROOT / "tests" / "data" / "pytorch213" / "gloo_net" / case
