@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from chakra.et import CollectiveCommType, GlobalMetadata, NodeType, write_et
+from chakra.et import CollectiveCommType, GlobalMetadata, Node, NodeType, set_attr, write_et
 from chakra.et.astra_sim import is_group_id
-from chakra.et.graph_checks import ValidationOptions, validate_nodes
+from chakra.et.graph_checks import ValidationOptions, validate_et, validate_nodes
+from tests.et.custom_collective import write_ring_allreduce
 from tests.et.test_validate import COLL, COMP, make_node
 
 SEND, RECV = NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE
@@ -104,3 +105,38 @@ def test_chakra_validate_fails_naming_the_nodes(tmp_path: Path) -> None:
                               *map(str, ets)], capture_output=True, text=True)  # fmt: skip
     assert "invalid_pg_name" not in generic.stdout and "unknown_group" in generic.stdout
     assert "cycle" in generic.stdout  # a cycle is a fault for any consumer
+
+
+def test_what_astra_sim_reads_as_optional_is_accepted() -> None:
+    """No ``is_cpu_op`` (the feeder reads false: a GPU node), a send naming only its
+    destination, a receive only its source: ASTRA-sim runs them (the near end is the rank
+    running the file); a send or receive without its far end it cannot run."""
+    bare = Node(id=1, name="COMP_NODE_tb0_step1", type=COMP, duration_micros=2)
+    send = Node(id=2, name="send", type=SEND, data_deps=[1])
+    recv = Node(id=3, name="recv", type=RECV, data_deps=[2])
+    for node, far in ((send, "comm_dst"), (recv, "comm_src")):
+        for name, value in (("comm_size", 8), (far, 1), ("comm_tag", 0)):
+            set_attr(node, name, value)
+    assert kinds([bare, send, recv]) == []
+    for node_type, far in ((SEND, "comm_dst"), (RECV, "comm_src")):
+        endless = Node(id=4, name="p2p", type=node_type)
+        set_attr(endless, "comm_size", 8)
+        set_attr(endless, "comm_tag", 0)
+        (problem,) = validate_nodes([endless], ValidationOptions()).problems
+        assert problem.message == (f"node 4 ('p2p') is a {NodeType(node_type).name} without"
+                                   f" {far}, which ASTRA-sim requires")  # fmt: skip
+
+
+def test_custom_collective_files_pass_chakra_validate(tmp_path: Path) -> None:
+    """Files shaped like ASTRA-sim's custom_ring_allreduce_8npus_1MB example (35 nodes a
+    rank, none with ``is_cpu_op``; sends with only ``comm_dst``, receives with only
+    ``comm_src``), which ASTRA-sim runs to the end."""
+    paths = write_ring_allreduce(tmp_path)
+    for path in paths:
+        assert validate_et(path).problems == ()  # ASTRA-sim's checks too
+    proc = subprocess.run([sys.executable, "-m", "chakra.cli.validate", *map(str, paths)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [line for line in proc.stdout.splitlines() if line.startswith(str(tmp_path))] == [
+        f"{path}: ok (35 nodes)" for path in paths
+    ]

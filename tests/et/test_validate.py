@@ -192,12 +192,12 @@ def test_invalid_type(node_type: int) -> None:
 @pytest.mark.parametrize(
     ("node_type", "missing"),
     [
-        (COMP, ["is_cpu_op"]),
-        (COLL, ["is_cpu_op", "comm_type", "comm_size"]),
-        (NodeType.COMM_SEND_NODE, ["is_cpu_op", "comm_size"]),
-        (NodeType.COMM_RECV_NODE, ["is_cpu_op", "comm_size"]),
-        (NodeType.MEM_LOAD_NODE, ["is_cpu_op", "tensor_size"]),
-        (NodeType.MEM_STORE_NODE, ["is_cpu_op", "tensor_size"]),
+        (COMP, []),  # is_cpu_op is optional: absent, the feeder reads false (a GPU node)
+        (COLL, ["comm_type", "comm_size"]),
+        (NodeType.COMM_SEND_NODE, ["comm_size"]),
+        (NodeType.COMM_RECV_NODE, ["comm_size"]),
+        (NodeType.MEM_LOAD_NODE, ["tensor_size"]),
+        (NodeType.MEM_STORE_NODE, ["tensor_size"]),
         (NodeType.METADATA_NODE, []),
     ],
 )
@@ -278,7 +278,7 @@ def test_missing_stream_only_with_require_streams_and_only_on_gpu_nodes() -> Non
 
 
 def test_report_counts_and_kinds() -> None:
-    nodes = [make_node(1, deps=[5, 6]), make_node(1), Node(id=2, type=COMP)]
+    nodes = [make_node(1, deps=[5, 6]), make_node(1), Node(id=2, type=NodeType.MEM_LOAD_NODE)]
     report = validate_nodes(nodes)
     assert not report.ok and report.nodes == 3
     assert report.counts() == {"duplicate_id": 1, "missing_attr": 1, "dangling_data_dep": 2}

@@ -40,7 +40,7 @@ _READ = frozenset({"is_cpu_op", "tid", "stream", "device", "comm_type", "comm_si
 
 
 def _resource_key(values: dict[str, Any], serialize_gpu: bool) -> Optional[Resource]:
-    if values.get("is_cpu_op", True):
+    if values.get("is_cpu_op", False):  # absent: a GPU node, as the feeder reads it
         tid = values.get("tid")
         return Resource("thread", 0, int(tid)) if tid is not None else None
     device = int(values.get("device") or 0)

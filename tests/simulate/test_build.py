@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chakra.et import AttributeProto, Node, NodeType
-from chakra.simulate import SimGraph, SimulationError, build_graph
+from chakra.simulate import LoadOptions, SimGraph, SimulationError, build_graph
+from chakra.simulate.resources import Resource
 from tests.simulate.reference_build import reference_build_graph
 
 READ_NAMES = ["is_cpu_op", "tid", "stream", "device", "comm_type", "comm_size", "pg_name",
@@ -148,3 +149,12 @@ def test_rows_in_both_directions() -> None:
     assert list(graph.succs) == [0, 0, 2, 0]
     assert list(graph.succ_start) == [0, 0, 3, 4]
     assert {type(getattr(graph, f)) for f in ("preds", "succs", "pred_start", "ids")} == {array}
+
+
+def test_a_node_without_is_cpu_op_is_a_gpu_node_as_the_feeder_reads_it() -> None:
+    # ASTRA-sim's custom-collective examples write no is_cpu_op: the feeder reads false
+    kernel = Node(id=1, name="COMP_NODE_tb0_step1", type=NodeType.COMP_NODE, duration_micros=2)
+    for options in (None, LoadOptions()):  # unchecked, and with chakra_sim's checks
+        graph = build_graph([kernel], 0, options=options)
+        assert graph.resources == [Resource.stream(0, 0)] and list(graph.resource) == [0]
+        assert graph.problem_counts in (None, {})

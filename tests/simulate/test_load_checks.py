@@ -67,7 +67,7 @@ CASES: dict[str, Callable[[], list[Any]]] = {
     "dangling_data_dep": lambda: [node(1), node(2, deps=(1, 7))],
     "dangling_ctrl_dep": lambda: [node(1), node(2, deps=(1,), ctrl=(8,))],
     "ctrl_cycle": lambda: [node(1, ctrl=(2,)), node(2, deps=(1,))],
-    "missing_attr": lambda: [node(1), Node(id=2, name="op2", type=COMP, data_deps=[1])],
+    "missing_attr": lambda: [node(1), typed(NodeType.MEM_LOAD_NODE)],  # no tensor_size
 }  # fmt: skip
 #: The kinds the validator reports for each case.
 KINDS = {"invalid_type": {"invalid_type": 1}, "self_dep": {"self_dep": 1},

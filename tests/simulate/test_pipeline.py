@@ -88,5 +88,5 @@ def test_cli_json_timeline_and_bad_input(tmp_path: Path) -> None:
     assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"chakra_sim: error: {bad}: rank 0: the graph fails chakra_validate")
-    assert "(1 dangling_data_dep, 1 invalid_type, 1 missing_attr)" in line
-    assert "first: node 1 ('n1') of type 0 has no is_cpu_op attribute" in line
+    assert "(1 dangling_data_dep, 1 invalid_type)" in line
+    assert "first: node 1 ('n1') has type 0, not a valid NodeType" in line

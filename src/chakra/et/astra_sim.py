@@ -9,8 +9,11 @@ Facts, checked against the binary in ``../shared/tools/astra-sim`` (see its READ
 - Collectives it runs: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL (timed by its
   network) and BROADCAST (replays ``duration_micros``). The others abort it ("Unsupported
   collective comm type"): :data:`STAND_INS` says what converters write instead.
-- A send needs ``comm_dst``, a recv ``comm_src`` (both: the global ranks at each end), and
-  both a ``comm_tag``; missing ones throw, swallowed.
+- A send needs ``comm_dst``, a recv ``comm_src`` (both: the global rank at the other end;
+  the near end is the rank running the file, so a send's ``comm_src`` and a recv's
+  ``comm_dst`` are not read), and both a ``comm_tag``; missing ones throw, swallowed.
+- ``is_cpu_op`` is optional: absent, it reads as false (the GPU slot), as in ASTRA-sim's own
+  custom-collective examples, which write it on no node.
 - A METADATA node aborts it: its statistics have no case for one (Statistics.cc).
 - It waits on ``ctrl_deps`` as on ``data_deps`` (checked as cycles over both together).
 """

@@ -76,7 +76,9 @@ FEEDER_ATTR_KINDS: Mapping[str, str] = {
     )
 }
 
-#: Attributes each node type must carry (``is_cpu_op`` too, on every type but METADATA).
+#: Attributes each node type must carry. ``is_cpu_op`` is optional: absent, it reads as false
+#: (a GPU node), as ASTRA-sim's feeder reads it (reference §2.5, at HEAD) and as ASTRA-sim's
+#: own examples write it (custom collectives: no ``is_cpu_op`` on any node).
 REQUIRED_ATTRS: Mapping[int, tuple[str, ...]] = {
     NodeType.COMM_COLL_NODE: ("comm_type", "comm_size"),
     NodeType.COMM_SEND_NODE: ("comm_size",),
@@ -110,8 +112,8 @@ _SIM_INT_ATTRS = SIM_INT_ATTRS
 
 
 class ValidationOptions(msgspec.Struct, frozen=True):
-    """``require_streams``: GPU nodes (``is_cpu_op`` false, COMP/COMM types) must carry an
-    int64 ``stream``. ``check_ctrl_deps``: report ``ctrl_deps`` naming no node.
+    """``require_streams``: GPU nodes (``is_cpu_op`` false or absent, COMP/COMM types) must
+    carry an int64 ``stream``. ``check_ctrl_deps``: report ``ctrl_deps`` naming no node.
     ``astra_sim``: report what the shipped ASTRA-sim cannot run (:mod:`chakra.et.astra_sim`).
     ``comm_groups``: the group ids of a comm-group file: a ``pg_name`` not among them is
     ``unknown_group`` (None: not checked)."""
@@ -146,10 +148,7 @@ def _attr_problems(node: Any, attrs: list[Any], present: Mapping[str, Any]) -> l
     """Missing required attributes, wrong oneof members and out-of-range values."""
     problems = []
     node_type = node.type
-    required = REQUIRED_ATTRS.get(node_type, ())
-    if node_type != NodeType.METADATA_NODE:
-        required = ("is_cpu_op", *required)
-    for name in required:
+    for name in REQUIRED_ATTRS.get(node_type, ()):
         if name not in present:
             type_name = NodeType(node_type).name if node_type in _VALID_TYPES else node_type
             message = f"{_label(node.id, node.name)} of type {type_name} has no {name} attribute"
@@ -229,10 +228,10 @@ def node_problems(node: Any, options: ValidationOptions = DEFAULT_OPTIONS) -> li
 
 
 def _lacks_stream(node: Any, attrs: list[Any], present: Mapping[str, Any]) -> bool:
-    """A GPU node (``is_cpu_op`` false, COMP or COMM type) with no ``stream``, but for a
-    communication node marked ``runs_on_host``."""
+    """A GPU node (``is_cpu_op`` false or absent, COMP or COMM type) with no ``stream``, but
+    for a communication node marked ``runs_on_host``."""
     cpu = present.get("is_cpu_op")
-    is_gpu = cpu is not None and cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val
+    is_gpu = cpu is None or (cpu.WhichOneof("value") == "bool_val" and not cpu.bool_val)
     on_host = node.type in _COMM_NODE_TYPES and any(a.name == "runs_on_host" for a in attrs)
     return is_gpu and node.type in _GPU_TYPES and "stream" not in present and not on_host
 

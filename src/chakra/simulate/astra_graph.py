@@ -12,8 +12,9 @@ its Chakra feeder (v3) and ``Workload``/``HardwareResource`` read of each node.
   :class:`~chakra.simulate.astra_network.AstraRing`. BROADCAST, and the types ASTRA-sim
   does not run (it fails on them), replay their duration on the communication slot and
   meet nobody. A send meets the receive with the same source, destination, tag and size
-  (the k-th with the k-th): ``comm_src``, ``comm_dst`` and ``comm_tag`` are required, as
-  ASTRA-sim requires them.
+  (the k-th with the k-th): a send needs ``comm_dst`` and ``comm_tag``, a receive
+  ``comm_src`` and ``comm_tag``, as ASTRA-sim requires them; the other end is the file's
+  rank (ASTRA-sim does not read it: its custom-collective examples leave it out).
 """
 
 from __future__ import annotations
@@ -209,14 +210,20 @@ def _collective_key(node: Any, rank: int, values: dict, counts: Counter) -> Any:
 
 
 def _p2p_key(node: Any, rank: int, values: dict, counts: Counter) -> P2PKey:
-    missing = [name for name in ("comm_src", "comm_dst", "comm_tag") if values.get(name) is None]
+    """The pair a send or receive belongs to. As ASTRA-sim reads it: a send names its
+    destination (``comm_dst``), a receive its source (``comm_src``), both a ``comm_tag``;
+    the near end is ``rank``, the file's own, when the node leaves it out."""
+    sending = node.type == _SEND
+    far, near = ("comm_dst", "comm_src") if sending else ("comm_src", "comm_dst")
+    missing = [name for name in (far, "comm_tag") if values.get(name) is None]
     if missing:
         raise SimulationError(
             f"rank {rank}: node {node.id} ({node.name}) has no {', '.join(missing)} "
-            "(ASTRA-sim needs comm_src, comm_dst and comm_tag on a send or receive)"
+            f"(ASTRA-sim needs {far} and comm_tag on a {'send' if sending else 'receive'})"
         )
-    source, destination, tag = (int(values[n]) for n in ("comm_src", "comm_dst", "comm_tag"))
-    own = source if node.type == _SEND else destination
+    ends = {far: int(values[far]), near: rank if values.get(near) is None else int(values[near])}
+    source, destination, tag = ends["comm_src"], ends["comm_dst"], int(values["comm_tag"])
+    own = source if sending else destination
     if own != rank or source == destination:
         raise SimulationError(
             f"rank {rank}: node {node.id} ({node.name}) sends from {source} to {destination}: "

@@ -3,8 +3,8 @@ file): one Python pass reads each node's fields into flat arrays, then array ope
 (:mod:`chakra.simulate.csr`) match dependency ids to positions and build the rows.
 
 The pass also makes ``chakra_validate``'s checks (:mod:`chakra.simulate.load_checks`) at
-little cost: a node it reads as an ordinary one (a COMP node with ``is_cpu_op``, every
-attribute it reads in the kind the validator wants, durations and id in range) has no
+little cost: a node it reads as an ordinary one (a COMP node with a bool ``is_cpu_op`` or
+none, every attribute it reads in the kind the validator wants, durations and id in range) has no
 problem of its own, which the reader shows as it reads; any other node goes through
 :func:`chakra.et.graph_checks.node_problems` while it is at hand; the graph-wide checks
 (:mod:`chakra.et.dep_checks`) run on the arrays the pass fills anyway. A node's own
@@ -71,7 +71,8 @@ def build_graph(
 ) -> SimGraph:
     """Index ``nodes`` (any order). Resources: a host node runs on its thread (``tid``; a
     host collective, written ``is_cpu_op`` false for ASTRA-sim, is marked ``runs_on_host``),
-    a GPU node on its (device, stream), or, with ``serialize_gpu`` (or
+    a GPU node (``is_cpu_op`` false or absent, as the feeder reads it) on its (device,
+    stream), or, with ``serialize_gpu`` (or
     ``options.serialize_gpu``), all GPU nodes of a device on one slot; a node with neither
     waits for no resource.
 
@@ -242,9 +243,8 @@ class NodeReader:
                 if values is None:
                     values = {}
                 values[name] = _value(attr)
-        if is_cpu_op is _ABSENT:  # a host node; the checks want it said
-            self.unusual = True
-            is_cpu_op = True
+        if is_cpu_op is _ABSENT:  # a GPU node, as ASTRA-sim's feeder reads it
+            is_cpu_op = False
         return is_cpu_op or on_host, tid, stream, device, duration_ns, values
 
     def _bool(self, attr: Any) -> Any:
