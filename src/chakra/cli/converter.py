@@ -329,7 +329,7 @@ def _converted(
     fold of the graph as it replays alone (:mod:`chakra.simulate.fold`)."""
     if profile != "fold":
         return convert_file(source, target, options, outputs)
-    from chakra.et import read_et
+    from chakra.et.reader import EtReader
     from chakra.et.writer import write_et
     from chakra.simulate import build_graph, simulate
     from chakra.simulate.fold import fold_job, fold_metadata
@@ -337,7 +337,8 @@ def _converted(
     with tempfile.TemporaryDirectory(prefix="chakra-converter-") as folder:
         full = Path(folder) / "full.et"
         report = convert_file(source, full, options)
-        metadata, nodes = read_et(full)
+        with EtReader(full) as reader:
+            metadata, nodes = reader.metadata, list(reader)
     replay = simulate([build_graph(nodes, 0)])
     (folded,) = fold_job([nodes], replay)
     write_et(target, fold_metadata(metadata, None), folded, outputs)

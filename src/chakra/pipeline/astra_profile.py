@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import msgspec
 
 from chakra.errors import ChakraError
-from chakra.et import read_et
+from chakra.et.reader import EtReader
 from chakra.et.writer import write_et
 from chakra.fileio import AtomicGroup
 from chakra.fileio.location import Location, join
@@ -39,6 +39,11 @@ class AstraSimFamily(msgspec.Struct, frozen=True):
     ratios: tuple[float, ...] = ()  # each rank's ASTRA-sim finish over its measured step
 
 
+def _read(path: Path) -> tuple[Any, list[Any]]:
+    with EtReader(path) as reader:
+        return reader.metadata, list(reader)
+
+
 def fold_name(et_prefix: str) -> str:
     """The prefix of the fold family (``workload_fold``: not matched by ``workload.*.et``)."""
     return f"{et_prefix}_fold"
@@ -60,7 +65,7 @@ def write_profile(
         return AstraSimFamily(join(output_dir, et_prefix))
     if not all(isinstance(path, Path) for path in ets):
         raise ChakraError("--astra-sim-profile fold needs a local output folder")
-    read = [read_et(path) for path in ets]
+    read = [_read(path) for path in ets]
     folded = fold_job([rank_nodes for _, rank_nodes in read], replay)
     measured = [r.measured_makespan_us or r.simulated_makespan_us for r in replay.ranks]
     fit = fitted_ring(folded, measured)

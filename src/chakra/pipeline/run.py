@@ -277,17 +277,13 @@ def run_pipeline(
     ``what_if``: scenarios run after the replay (one more simulation each); None runs
     :data:`~chakra.simulate.scenarios.DEFAULT_SCENARIOS`, an empty list none. ``plot`` and
     ``html``: write ``utilisation.png`` and ``report.html``. ``timeline``: whether and what
-    ``timeline.json`` shows (:class:`~chakra.pipeline.timeline_file.TimelineOptions`).
-    ``astra_sim_profile``: the family handed to ASTRA-sim (:mod:`chakra.pipeline.astra_profile`).
-    """
-    if not et_prefix or "/" in et_prefix:
-        raise ChakraError(f"--et-prefix {et_prefix!r}: a file name prefix, without '/'")
-    if not ranks:
-        raise ChakraError("no ranks to process")
+    ``timeline.json`` shows (:class:`~chakra.pipeline.timeline_file.TimelineOptions`);
+    ``astra_sim_profile`` the family handed to ASTRA-sim (:mod:`chakra.pipeline.astra_profile`)."""
+    _check_call(et_prefix, ranks)
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
     shown = checked_options(timeline, [files.rank for files in ranks])
-    outputs = OutputOptions(plot, html, None if what_if is None else tuple(what_if), shown,
-                            astra_sim_profile)  # fmt: skip
+    scenarios = None if what_if is None else tuple(what_if)
+    outputs = OutputOptions(plot, html, scenarios, shown, astra_sim_profile)
     output_dir = location(output_dir)
     check_inputs(ranks)
     refuse_overwriting(ranks, output_dir, et_prefix)
@@ -340,6 +336,13 @@ def _stages(
         files.job,
         family,
     )
+
+
+def _check_call(et_prefix: str, ranks: list[RankFiles]) -> None:
+    if not et_prefix or "/" in et_prefix:
+        raise ChakraError(f"--et-prefix {et_prefix!r}: a file name prefix, without '/'")
+    if not ranks:
+        raise ChakraError("no ranks to process")
 
 
 def _execution(

@@ -46,7 +46,7 @@ def record_of(node: Any) -> Any:
     pg_size = get_attr(node, "pg_size")
     stream = get_attr(node, "stream")
     ranks = get_attr(node, "pg_ranks")
-    on_gpu = not get_attr(node, "is_cpu_op", True) and stream is not None
+    on_gpu = not get_attr(node, "is_cpu_op", False) and stream is not None
     return CommRecord(
         node.id,
         node.name,
