@@ -45,7 +45,8 @@ WRONG_KINDS = [
                     "--output-file", "{out}"], ["kineto", "et"]),
     ("trace_link", ["--chakra-host-trace", "{host}", "--chakra-device-trace", "{input}",
                     "--output-file", "{out}"], ["host", "et_plus", "et"]),
-    ("converter", ["PyTorch", "--input", "{input}", "--output", "{out}"], ["kineto", "et"]),
+    # a Kineto trace alone is an input of the converter (issue 33): linked in memory
+    ("converter", ["PyTorch", "--input", "{input}", "--output", "{out}"], ["et"]),
     ("sim", ["{input}", "--timeline", "{out}"], ["kineto"]),
     ("jsonizer", ["--input_filename", "{input}", "--output_filename", "{out}"],
      ["host", "kineto", "et_plus"]),
