@@ -26,12 +26,14 @@ same files:
   over 5x are flagged.
 
 Each run is a fresh process, A and B interleaved (A B A B ...), its output in a fresh folder
-deleted afterwards (untimed). Per run: wall time, CPU time (user + sys) and peak RSS, both
+deleted afterwards (untimed); both sides' chakra packages are byte-compiled first (B's
+editable ``src`` would otherwise be compiled again by every run under PYTHONDONTWRITEBYTECODE,
+A's was by pip). Per run: wall time, CPU time (user + sys) and peak RSS, both
 from ``os.wait4`` (the child and the processes it waited for; the peak is the largest single
 process's, not a sum, for the pipeline's workers). Printed per workload: the median and
 spread (min-max) of each for A and B, and B/A of the medians (below 1: B is faster or
-smaller). Inputs are generated in a temporary folder under $TMPDIR (about 1.5 GB at the
-default sizes, the 1M-node rank's traces deleted once converted).
+smaller). Inputs go to a temporary folder under $TMPDIR unless ``--inputs``: about 0.6 GB at
+the default sizes (each simulate rank's traces deleted once converted; 1.5 GB at the peak).
 """
 
 from __future__ import annotations
@@ -155,8 +157,8 @@ def install_revision(commit: str, folder: Path, venv_b: Path) -> Side:
 def precompile(side: Side) -> None:
     """Write the bytecode of ``side``'s chakra package before any run is timed.
 
-    Under PYTHONDONTWRITEBYTECODE (set here) an editable install (B) would compile every
-    module it imports on every run, while pip precompiled A's: a difference of set-up, not code.
+    Under PYTHONDONTWRITEBYTECODE (this machine sets it) an editable install (B) would compile
+    every module it imports on every run, while pip precompiled A's: a set-up cost, not code.
     """
     where = "import chakra, os; print(os.path.dirname(chakra.__file__))"
     package = subprocess.check_output([side.tool("python"), "-c", where], text=True).strip()
@@ -268,10 +270,10 @@ def make_sim_input(side: Side, folder: Path, target_nodes: int, nodes_per_op: fl
     """A converted ``.et`` of about ``target_nodes`` nodes (its traces deleted afterwards)."""
     job = folder / f"sim{target_nodes}"
     synth_job(side, job, 1, max(100, round(target_nodes / nodes_per_op)))
-    et = folder / f"sim{target_nodes}" / "rank0.et"
+    et = job / "rank0.et"
     nodes = link_and_convert(side, job, job / "rank0.et_plus.json", et)
-    for name in ("rank0.host_et.json", "rank0.kineto.json", "rank0.et_plus.json"):
-        (job / name).unlink()
+    for kind in ("host_et", "kineto", "et_plus", "truth"):
+        (job / f"rank0.{kind}.json").unlink()
     return {"target_nodes": target_nodes, "nodes": nodes, "et": str(et)}
 
 
