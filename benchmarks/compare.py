@@ -240,10 +240,14 @@ def make_inputs(side: Side, folder: Path, args: argparse.Namespace) -> dict:
     manifest_path = folder / "manifest.json"
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
-        if manifest["sizes"] == sizes:
-            print(f"reusing the inputs in {folder}", file=sys.stderr)
-            return manifest
-    shutil.rmtree(folder, ignore_errors=True)
+        if manifest["sizes"] != sizes:
+            raise SystemExit(
+                f"compare.py: {folder} holds inputs of other sizes ({manifest['sizes']})"
+            )
+        print(f"reusing the inputs in {folder}", file=sys.stderr)
+        return manifest
+    elif folder.exists() and any(folder.iterdir()):
+        raise SystemExit(f"compare.py: {folder} is not empty and holds no inputs of compare.py")
     print(f"generating the inputs in {folder} (B's tools)", file=sys.stderr)
     link_ops = max(100, round(args.link_mb * 1e6 / TRACE_BYTES_PER_OP))
     link_job = synth_job(side, folder / "link", 1, link_ops)
@@ -280,15 +284,17 @@ def make_sim_input(side: Side, folder: Path, target_nodes: int, nodes_per_op: fl
 def build_cases(manifest: dict, only: Sequence[str]) -> list[Case]:
     """The measured command lines, on the inputs of ``manifest``."""
     log = " --log-level WARNING"
-    link = "<chakra_trace_link> --host-trace {job}/rank0.host_et.json"
-    link += " --device-trace {job}/rank0.kineto.json --output-file <out>/rank0.et_plus.json"
-    convert = "<chakra_converter> PyTorch --input {et_plus} --output <out>/rank0.et"
+    # The reference's spellings of the trace options: older revisions take only those.
+    link = "<chakra_trace_link> --chakra-host-trace {job}/rank0.host_et.json"
+    link += " --chakra-device-trace {job}/rank0.kineto.json --output-file <out>/rank0.et_plus.json"
+    # The log level before the subcommand: older revisions take it only there.
+    convert = "<chakra_converter>" + log + " PyTorch --input {et_plus} --output <out>/rank0.et"
     pipeline = "<chakra_pipeline> --trace-dir {job} --output-dir <out>/results -j 2"
     et_plus_mb = Path(manifest["et_plus"]).stat().st_size / 1e6
     cases = [
         Case("link", "link", command(link + log, job=manifest["link_job"]),
              f"{manifest['link_mb']:.0f} MB"),
-        Case("convert", "convert", command(convert + log, et_plus=manifest["et_plus"]),
+        Case("convert", "convert", command(convert, et_plus=manifest["et_plus"]),
              f"{et_plus_mb:.0f} MB ET+"),
         *(Case("simulate", f"simulate {sim['target_nodes'] / 1e6:g}M",
                command("<chakra_sim> {et}" + log, et=sim["et"]), f"{sim['nodes']:,} nodes")
