@@ -12,9 +12,13 @@ from chakra.cli import arg_types
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.tools.generator import GeneratorOptions, generate
+from chakra.tools.generator_options import GeneratorOptions
 
 logger = logging.getLogger(__name__)
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = ("chakra.tools.generator",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _generate(args: argparse.Namespace) -> None:
+    from chakra.tools.generator import generate  # after the arguments parse (a quick --help)
+
     prepare_outputs([], folders=[args.output_dir])
     options = GeneratorOptions(
         num_npus=args.num_npus,
@@ -93,7 +99,7 @@ def _generate(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _generate, argv))
+    sys.exit(run_tool(build_parser(), _generate, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

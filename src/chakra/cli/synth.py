@@ -15,12 +15,24 @@ from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, SynthOptionsError, UsageError
-from chakra.progress import activity
-from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
-from chakra.synth.invariants import validate_job
-from chakra.synth.options import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS
+from chakra.synth.options import (  # no more of the library before the arguments parse
+    MAX_OPS_PER_STEP,
+    MAX_RANKS,
+    MAX_STEPS,
+    VINTAGES,
+    SynthOptions,
+    options_with_vintages,
+)
 
 logger = logging.getLogger(__name__)
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = (
+    "chakra.progress",
+    "chakra.synth.job",
+    "chakra.synth.invariants",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,6 +139,10 @@ def _synth(args: argparse.Namespace) -> None:
         options = _options(args)
     except SynthOptionsError as exc:  # options that do not go together: a usage error
         raise UsageError(_in_flags(str(exc))) from None
+    from chakra.progress import activity  # after the arguments parse (a quick --help)
+    from chakra.synth import generate_job
+    from chakra.synth.invariants import validate_job
+
     with new_folder(Path(args.output_dir)):
         prepare_outputs([], folders=[args.output_dir])
         with activity(f"generating {options.ranks} ranks (in lock step) into {args.output_dir}"):
@@ -178,7 +194,7 @@ def _in_flags(message: str) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _synth, argv))
+    sys.exit(run_tool(build_parser(), _synth, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

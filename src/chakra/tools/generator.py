@@ -21,6 +21,7 @@ from typing import Any, Callable
 from chakra.errors import FileAccessError, GeneratorError, PathLike
 from chakra.et import CollectiveCommType, GlobalMetadata, Node, NodeType, add_attr, write_et
 from chakra.fileio import AtomicGroup
+from chakra.tools.generator_options import GeneratorOptions
 
 #: ``GlobalMetadata.version`` of every generated file.
 GENERATOR_VERSION = "1.0.0"
@@ -41,19 +42,6 @@ COLLECTIVES = (
     CollectiveCommType.BROADCAST,
     CollectiveCommType.BARRIER,
 )
-
-
-@dataclass(frozen=True)
-class GeneratorOptions:
-    """``runtime_us``: duration of compute nodes; ``tensor_size`` bytes of memory and
-    send/recv nodes; ``comm_size`` bytes of collectives; ``all_families`` also writes the
-    families ASTRA-sim cannot run (see the module docstring)."""
-
-    num_npus: int = 64
-    runtime_us: int = 5
-    tensor_size: int = 1024
-    comm_size: int = 65536
-    all_families: bool = False
 
 
 #: Builds the nodes of one family for one NPU: (options, npu) -> nodes.
