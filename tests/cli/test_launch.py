@@ -65,7 +65,7 @@ HEAVY = ("numpy", "matplotlib", "google", "msgspec")
 HELP_MAY_LOAD = {
     "chakra_converter": {"text"},  # text.limits
     "chakra_generator": {"tools"},  # tools.generator_options
-    "chakra_pipeline": {"fileio", "pipeline", "simulate", "views"},  # location, option values
+    "chakra_pipeline": {"pipeline", "simulate", "views"},  # option values, default scenarios
     "chakra_synth": {"fileio", "synth"},  # synth.options
     "chakra_timeline_visualizer": {"fileio", "tools"},  # tools.log_timeline
     "chakra_visualizer": {"tools"},  # tools.visualize_limits

@@ -17,12 +17,12 @@ from chakra.cli.conventions import (
 )
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio.location import location, name_of
 from chakra.pipeline.option_values import ET_PREFIX, PROFILES, TIMELINE_ALL, TIMELINE_AUTO
 from chakra.simulate.default_scenarios import DEFAULT_SCENARIO_TEXTS
 from chakra.views.rank_counts import ALL_RANKS_UP_TO
 
 if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
+    from chakra.fileio.location import Location
     from chakra.pipeline import RankFiles
     from chakra.pipeline.run import PipelineResult
     from chakra.simulate.scenarios import Scenario
@@ -43,6 +43,14 @@ LIBRARIES = (
     "chakra.views.job",
     "chakra.views.timeline_window",
 )
+
+
+def location(text: str) -> Location:
+    """argparse's type for the paths and URLs (:func:`chakra.fileio.location.location`),
+    loaded once one is given (a quick --help)."""
+    from chakra.fileio.location import location
+
+    return location(text)
 
 
 def _scenario(text: str) -> Scenario:
@@ -289,6 +297,7 @@ def _run(args: argparse.Namespace) -> None:
     if args.scheduler and args.executor != "dask":
         raise UsageError("--scheduler goes with --executor dask")
     scenarios = _scenarios(args)
+    from chakra.fileio.location import name_of
     from chakra.link import LinkOptions
     from chakra.pipeline import run_pipeline
     from chakra.pipeline.run import summary_text
@@ -337,6 +346,7 @@ def _print_astra_sim(result: PipelineResult) -> None:
     """The ASTRA-sim command for the family handed to it, and, for the fold, the network
     that reproduces the measured collectives."""
     from chakra.convert.astra_sim import command_line
+    from chakra.fileio.location import name_of
 
     family = result.astra_sim
     prefix = family.prefix if family is not None else result.et_prefix

@@ -4,11 +4,11 @@ paths or at URLs (``s3://...``, through fsspec when installed)."""
 from typing import TYPE_CHECKING
 
 from chakra import lazy_exports
-from chakra.fileio.location import Location, is_url, location
 
 if TYPE_CHECKING:  # imported on first use (a command's --help loads none of them)
     from chakra.fileio.atomic import AtomicFile, AtomicGroup, atomic_output, copy_local_to
     from chakra.fileio.compressed import open_binary_input, read_input
+    from chakra.fileio.location import Location, is_url, location
 
 #: Each public name's module, imported on first use (:func:`chakra.lazy_exports`).
 _MODULE_OF = {
@@ -18,6 +18,9 @@ _MODULE_OF = {
     "copy_local_to": "atomic",
     "open_binary_input": "compressed",
     "read_input": "compressed",
+    "Location": "location",
+    "is_url": "location",
+    "location": "location",
 }
 __getattr__ = lazy_exports(__name__, _MODULE_OF)
 
