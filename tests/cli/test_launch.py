@@ -64,11 +64,11 @@ HEAVY = ("numpy", "matplotlib", "google", "msgspec")
 #: package's ``__init__`` lazy (:func:`chakra.lazy_exports`).
 HELP_MAY_LOAD = {
     "chakra_converter": {"text"},  # text.limits
-    "chakra_generator": {"tools"},  # tools.generator_options
+    "chakra_generator": {"tools"},  # tools.option_values
     "chakra_pipeline": {"pipeline", "simulate", "views"},  # option values, default scenarios
-    "chakra_synth": {"fileio", "synth"},  # synth.options
-    "chakra_timeline_visualizer": {"fileio", "tools"},  # tools.log_timeline
-    "chakra_visualizer": {"tools"},  # tools.visualize_limits
+    "chakra_synth": {"synth"},  # synth.option_values
+    "chakra_timeline_visualizer": {"tools"},  # tools.option_values
+    "chakra_visualizer": {"tools"},  # tools.option_values
 }
 #: Extension modules of the tools' dependencies: the first one mapped is a moment when the
 #: tool is still importing (old scripts had no handler there).

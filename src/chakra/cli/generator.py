@@ -12,7 +12,12 @@ from chakra.cli import arg_types
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.tools.generator_options import GeneratorOptions
+from chakra.tools.option_values import (
+    GENERATOR_COMM_SIZE,
+    GENERATOR_NUM_NPUS,
+    GENERATOR_RUNTIME_US,
+    GENERATOR_TENSOR_SIZE,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -26,14 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chakra_generator",
         description="Write microbenchmark Chakra ETs (<family>.<npu>.et) for every NPU.",
     )
-    defaults = GeneratorOptions()
     parser.add_argument(
         "--num-npus",
         "--num_npus",
         dest="num_npus",
         metavar="N",
         type=arg_types.npus,
-        default=defaults.num_npus,
+        default=GENERATOR_NUM_NPUS,
         help=f"1 to {arg_types.MAX_NPUS:,} (default: 64)",
     )
     parser.add_argument(
@@ -42,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="default_runtime",
         metavar="US",
         type=arg_types.nonneg_int,
-        default=defaults.runtime_us,
+        default=GENERATOR_RUNTIME_US,
         help="duration of compute nodes in microseconds (default: 5)",
     )
     parser.add_argument(
@@ -51,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="default_tensor_size",
         metavar="BYTES",
         type=arg_types.nonneg_int,
-        default=defaults.tensor_size,
+        default=GENERATOR_TENSOR_SIZE,
         help="bytes of memory and send/recv nodes (default: 1024)",
     )
     parser.add_argument(
@@ -60,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="default_comm_size",
         metavar="BYTES",
         type=arg_types.nonneg_int,
-        default=defaults.comm_size,
+        default=GENERATOR_COMM_SIZE,
         help="bytes of collective nodes (default: 65536)",
     )
     parser.add_argument(
@@ -84,7 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _generate(args: argparse.Namespace) -> None:
-    from chakra.tools.generator import generate  # after the arguments parse (a quick --help)
+    from chakra.tools.generator import (  # after the arguments parse (a quick --help)
+        GeneratorOptions,
+        generate,
+    )
 
     prepare_outputs([], folders=[args.output_dir])
     options = GeneratorOptions(

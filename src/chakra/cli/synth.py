@@ -8,21 +8,17 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from chakra.cli import arg_types
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, SynthOptionsError, UsageError
-from chakra.synth.options import (  # no more of the library before the arguments parse
-    MAX_OPS_PER_STEP,
-    MAX_RANKS,
-    MAX_STEPS,
-    VINTAGES,
-    SynthOptions,
-    options_with_vintages,
-)
+from chakra.synth.option_values import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS, VINTAGES
+
+if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
+    from chakra.synth.options import SynthOptions
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +26,7 @@ logger = logging.getLogger(__name__)
 #: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
 LIBRARIES = (
     "chakra.progress",
+    "chakra.synth.options",
     "chakra.synth.job",
     "chakra.synth.invariants",
 )
@@ -157,6 +154,8 @@ def _synth(args: argparse.Namespace) -> None:
 
 
 def _options(args: argparse.Namespace) -> SynthOptions:
+    from chakra.synth.options import SynthOptions, options_with_vintages
+
     options = SynthOptions(
         seed=args.seed,
         ranks=args.ranks,

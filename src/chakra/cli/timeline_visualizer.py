@@ -13,7 +13,7 @@ from chakra.cli.conventions import ToolArgumentParser, add_file_options
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import UsageError
-from chakra.tools.log_timeline import INPUT_FORMATS, complete_events, timeline
+from chakra.tools.option_values import INPUT_FORMATS
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 LIBRARIES = (
     "chakra.fileio.atomic",
     "chakra.ingest.json_input",
+    "chakra.tools.log_timeline",
 )
 
 
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _convert(args: argparse.Namespace) -> None:
     from chakra.fileio import atomic_output  # after the arguments parse (a quick --help)
     from chakra.ingest.json_input import dump_finite
+    from chakra.tools.log_timeline import complete_events, timeline
 
     if args.input_format == "astra-sim" and (args.num_npus is None or args.npu_frequency is None):
         raise UsageError("the astra-sim log format needs --num-npus and --npu-frequency")

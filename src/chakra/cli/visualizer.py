@@ -13,7 +13,7 @@ from chakra.cli import arg_types
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.tools.visualize_limits import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES
+from chakra.tools.option_values import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES
 
 if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
     from chakra.tools.visualize_window import NodeRange, Selection

@@ -31,8 +31,8 @@ from chakra.errors import AttributeKindError, EtFormatError, PathLike, Visualize
 from chakra.et import EtReader
 from chakra.fileio import atomic_output
 from chakra.ingest.name_patterns import compile_name_pattern
+from chakra.tools.option_values import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES
 from chakra.tools.visualize_fold import collapse_gpu
-from chakra.tools.visualize_limits import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES
 from chakra.tools.visualize_style import (
     VizNode,
     duration_us,
