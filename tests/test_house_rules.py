@@ -289,18 +289,33 @@ def _crossing_names() -> dict[str, set[str]]:
 
 def _defining_module(module_name: str, name: str) -> str | None:
     """The module that defines ``name`` as seen from ``module_name`` (following one level of
-    re-export in a package ``__init__``)."""
+    re-export in a package ``__init__``, eager or lazy: a lazy one lists its names under
+    ``if TYPE_CHECKING:``, see :func:`chakra.lazy_exports`)."""
     module = BY_NAME.get(module_name)
     if module is None:
         return None
     for node in module.tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
             return module_name
-    for node in module.tree.body:
+    for node in _top_level_and_type_checking(module.tree):
         if (isinstance(node, ast.ImportFrom) and node.module in BY_NAME
                 and any((a.asname or a.name) == name for a in node.names)):  # fmt: skip
             return _defining_module(node.module, name)
     return None
+
+
+def _top_level_and_type_checking(tree: ast.Module) -> list[ast.stmt]:
+    """The module's statements, those under a top-level ``if TYPE_CHECKING:`` included."""
+    found: list[ast.stmt] = []
+    for node in tree.body:
+        found.append(node)
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Name)
+            and (node.test.id == "TYPE_CHECKING")
+        ):
+            found.extend(node.body)
+    return found
 
 
 def _signature_problems(node: ast.FunctionDef | ast.AsyncFunctionDef, where: str) -> list[str]:

@@ -19,4 +19,42 @@ tests/test_house_rules.py):
 Each package's ``__init__`` lists its public API (``from chakra.link import link_traces``).
 """
 
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from importlib import import_module
+from types import ModuleType
+from typing import Any, Callable
+
 __version__ = "0.1.0"
+
+
+class _LazyPackage(ModuleType):
+    """A package of :func:`lazy_exports`: the module the import system sets on it once
+    loaded does not replace a public name it shares (``chakra.views.bound``, the function,
+    as an eager re-export after the import of its module had it)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, ModuleType) and name in self.__dict__.get("_MODULE_OF", ()):
+            return
+        super().__setattr__(name, value)
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package's module ``__getattr__`` (PEP 562) that imports each public name from its
+    module on first use: ``exports`` (the package's ``_MODULE_OF``) maps a name to its module
+    under ``package`` (``{"build_graph": "graph_build"}``). So a command's ``--help`` loads
+    none of the package's modules (nor numpy or protobuf behind them), and ``from
+    chakra.simulate import build_graph`` works as an eager re-export would."""
+    sys.modules[package].__class__ = _LazyPackage
+
+    def attribute(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(import_module(f"{package}.{module}"), name)
+        setattr(sys.modules[package], name, value)  # the next lookup does not come here
+        return value
+
+    return attribute

@@ -81,7 +81,7 @@ def test_a_failing_group_write_leaves_no_et(
     cli: Runner, job: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The group file's write fails (a full disk): the .et does not appear either."""
-    import chakra.cli.converter as tool
+    import chakra.convert.group_file as tool  # the converter imports it as it runs
 
     def full_disk(*_: Any, **__: Any) -> None:
         raise FileAccessError(f"cannot write {tmp_path / 'job.comm_groups.json'}: No space left")

@@ -56,16 +56,29 @@ WORK = {
     "chakra_validate": ["{et}"],
     "chakra_visualizer": ["--input_filename", "{et}", "--output_filename", "{out}/g.dot"],
 }  # fmt: skip
-#: Whose parser needs the simulator (numpy): the pipeline's --help lists the default
-#: what-if scenarios.
-PARSER_LOADS_NUMPY = {"chakra_pipeline"}
+#: What no script's --help may load (issue 35: each --help within 5x ``python -c pass``):
+#: the libraries behind the tools, loaded once the arguments parse.
+HEAVY = ("numpy", "matplotlib", "google", "msgspec")
+#: The packages of chakra each script's --help may load (beside chakra.cli and
+#: chakra.errors): light modules of option values (the defaults its help shows), each
+#: package's ``__init__`` lazy (:func:`chakra.lazy_exports`).
+HELP_MAY_LOAD = {
+    "chakra_converter": {"text"},  # text.limits
+    "chakra_generator": {"tools"},  # tools.option_values
+    "chakra_pipeline": {"pipeline", "simulate", "views"},  # option values, default scenarios
+    "chakra_synth": {"synth"},  # synth.option_values
+    "chakra_timeline_visualizer": {"tools"},  # tools.option_values
+    "chakra_visualizer": {"tools"},  # tools.option_values
+}
 #: Extension modules of the tools' dependencies: the first one mapped is a moment when the
 #: tool is still importing (old scripts had no handler there).
 DEPENDENCY_LIBRARIES = ("/msgspec/", "/google/_upb/", "/numpy/", "/matplotlib/")
 
 #: What pip's console-script wrapper runs; a hook reports, at the first import past the
 #: launcher, whether both signals were guarded, and at exit, which heavy modules loaded.
-PROBE = """
+PROBE = (
+    f"HEAVY_NAMES = {HEAVY!r}"
+    + """
 import atexit, os, signal, sys
 seen = []
 def hook(event, args):
@@ -81,8 +94,11 @@ def hook(event, args):
     seen.append(f"{name} guarded={guarded}")
 sys.addaudithook(hook)
 atexit.register(lambda: os.write(2, ("PROBE " + " ".join(seen) + " heavy=" + ",".join(
-    sorted({"numpy", "matplotlib"} & set(sys.modules)))).encode()))
+    sorted(set(HEAVY_NAMES) & set(sys.modules))) + " chakra="
+    + ",".join(sorted({m.split(".")[1] for m in sys.modules if m.startswith("chakra.")}))
+    ).encode()))
 """
+)
 
 
 def _wrapper(script: str, probe: str = "") -> list[str]:
@@ -107,14 +123,17 @@ def test_every_script_has_work_arguments() -> None:
 def test_the_guard_is_set_before_the_tool_loads(script: str) -> None:
     """At the first import past the launcher, both signals already have the guard; with
     --plot and --scale given, --help loads neither numpy nor matplotlib."""
+    assert set(HELP_MAY_LOAD) <= set(SCRIPTS)
     extra = ["--plot", "x.png", "--scale", "gpu=2"] if script == "chakra_sim" else []
     done = subprocess.run([*_wrapper(script, PROBE), *extra, "--help"], env=ENV,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     probe = done.stderr.rsplit("PROBE ", 1)[-1]
     assert "guarded=True" in probe, probe
-    if script not in PARSER_LOADS_NUMPY:
-        assert probe.endswith("heavy="), probe
+    heavy, loaded = probe.rsplit(" heavy=", 1)[1].split(" chakra=")
+    assert heavy == "", f"{script} --help loads {heavy}"
+    allowed = {"cli", "errors"} | HELP_MAY_LOAD.get(script, set())
+    assert set(loaded.split(",")) <= allowed, f"{script} --help loads chakra.{loaded}"
 
 
 def _first_dependency_mapped(pid: int) -> bool:

@@ -12,33 +12,29 @@ import argparse
 import contextlib
 import logging
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from chakra.cli import arg_types
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.convert import ConvertOptions, convert_file
-from chakra.convert.astra_sim import comm_groups_path
-from chakra.convert.group_file import merged_comm_groups, read_comm_groups, write_comm_groups
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio import AtomicGroup
-from chakra.ingest.detect import TraceKind, require_kind, trace_kind
-from chakra.text.budget import (
-    DEFAULT_MAX_NODES,
-    DEFAULT_MAX_OUTPUT_BYTES,
-    MAX_NODES_PER_NPU,
-    TextBudget,
-)
-from chakra.text.convert import output_paths
+from chakra.text.limits import DEFAULT_MAX_NODES, DEFAULT_MAX_OUTPUT_BYTES, MAX_NODES_PER_NPU
+
+if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
+    from chakra.convert import ConvertOptions
+    from chakra.fileio import AtomicGroup
 
 logger = logging.getLogger(__name__)
 #: The records of --log-filename.
 LOG_FORMAT = "%(levelname)s [%(asctime)s] %(message)s"
 
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = ("chakra.convert", "chakra.convert.astra_sim", "chakra.convert.group_file",
+             "chakra.fileio.atomic", "chakra.ingest.detect", "chakra.text.budget",
+             "chakra.text.convert")  # fmt: skip
 
 #: The usage line: the two conversions first, then what the tool takes before either.
 USAGE = """%(prog)s PyTorch --input ET+.json --output OUT.et [options]
@@ -240,7 +236,8 @@ def _paths(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def _convert_text(args: argparse.Namespace, source: str, prefix: str) -> None:
-    from chakra.text.convert import plan_text, write_text
+    from chakra.text.budget import TextBudget
+    from chakra.text.convert import output_paths, plan_text, write_text
 
     if args.num_npus is None or args.num_passes is None:
         raise UsageError("Text conversion needs --num-npus and --num-passes")
@@ -265,6 +262,9 @@ def _convert(args: argparse.Namespace) -> None:
     if kind == "Text":
         _convert_text(args, source, target)
         return
+    from chakra.convert.astra_sim import comm_groups_path
+    from chakra.ingest.detect import TraceKind, require_kind
+
     require_kind(
         source,
         (TraceKind.ET_PLUS, TraceKind.HOST_ET, TraceKind.KINETO),
@@ -282,6 +282,10 @@ def _linked_if_kineto(source: str) -> Iterator[str]:
     """``source``, or, when it is a Kineto trace, the ET+ of it alone (the host side made
     from its CPU ops, the last complete step: as ``chakra_trace_link --device-trace``),
     in a temporary folder removed after the block."""
+    import tempfile
+
+    from chakra.ingest.detect import TraceKind, trace_kind
+
     if trace_kind(source) is not TraceKind.KINETO:
         yield source
         return
@@ -299,6 +303,10 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
     appear together or neither does. The group file there is read and checked before any
     work (:mod:`chakra.convert.group_file`); the new one is checked against it before
     either file is written."""
+    from chakra.convert import ConvertOptions
+    from chakra.convert.group_file import merged_comm_groups, read_comm_groups, write_comm_groups
+    from chakra.fileio import AtomicGroup
+
     existing = read_comm_groups(groups)
     options = ConvertOptions(
         gaps=not args.no_gaps,
@@ -327,6 +335,10 @@ def _converted(
 ) -> Any:
     """Convert ``source`` into ``target`` (in ``outputs``); with the ``fold`` profile, the
     fold of the graph as it replays alone (:mod:`chakra.simulate.fold`)."""
+    import tempfile
+
+    from chakra.convert import convert_file
+
     if profile != "fold":
         return convert_file(source, target, options, outputs)
     from chakra.et.reader import EtReader
@@ -379,7 +391,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         parser.print_help(sys.stderr)
         print(f"{parser.prog}: error: choose a conversion: PyTorch or Text", file=sys.stderr)
         sys.exit(2)
-    sys.exit(run_tool(parser, _convert, arguments))
+    sys.exit(run_tool(parser, _convert, arguments, LIBRARIES))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
-import msgspec
-
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
@@ -22,6 +20,10 @@ if TYPE_CHECKING:
 
 RUN_HELP = ("a run: a chakra_pipeline output folder, a folder of PREFIX.<rank>.et files, or "
             "one .et or ET+ JSON file (one rank)")  # fmt: skip
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = ("msgspec",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +73,8 @@ def _diff(args: argparse.Namespace) -> None:
 
     found = compare_what_if(args.a, rules) if args.b is None else compare_runs(args.a, args.b)
     if args.json:
+        import msgspec
+
         shown = msgspec.structs.replace(found, names=found.names[: args.top])
         print(json.dumps(msgspec.to_builtins(shown)))
         return
@@ -96,7 +100,7 @@ def _text(found: RunDiff, top: int) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _diff, argv))
+    sys.exit(run_tool(build_parser(), _diff, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

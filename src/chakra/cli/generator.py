@@ -12,9 +12,18 @@ from chakra.cli import arg_types
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.tools.generator import GeneratorOptions, generate
+from chakra.tools.option_values import (
+    GENERATOR_COMM_SIZE,
+    GENERATOR_NUM_NPUS,
+    GENERATOR_RUNTIME_US,
+    GENERATOR_TENSOR_SIZE,
+)
 
 logger = logging.getLogger(__name__)
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = ("chakra.tools.generator",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,14 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chakra_generator",
         description="Write microbenchmark Chakra ETs (<family>.<npu>.et) for every NPU.",
     )
-    defaults = GeneratorOptions()
     parser.add_argument(
         "--num-npus",
         "--num_npus",
         dest="num_npus",
         metavar="N",
         type=arg_types.npus,
-        default=defaults.num_npus,
+        default=GENERATOR_NUM_NPUS,
         help=f"1 to {arg_types.MAX_NPUS:,} (default: 64)",
     )
     parser.add_argument(
@@ -38,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="default_runtime",
         metavar="US",
         type=arg_types.nonneg_int,
-        default=defaults.runtime_us,
+        default=GENERATOR_RUNTIME_US,
         help="duration of compute nodes in microseconds (default: 5)",
     )
     parser.add_argument(
@@ -47,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="default_tensor_size",
         metavar="BYTES",
         type=arg_types.nonneg_int,
-        default=defaults.tensor_size,
+        default=GENERATOR_TENSOR_SIZE,
         help="bytes of memory and send/recv nodes (default: 1024)",
     )
     parser.add_argument(
@@ -56,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="default_comm_size",
         metavar="BYTES",
         type=arg_types.nonneg_int,
-        default=defaults.comm_size,
+        default=GENERATOR_COMM_SIZE,
         help="bytes of collective nodes (default: 65536)",
     )
     parser.add_argument(
@@ -80,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _generate(args: argparse.Namespace) -> None:
+    from chakra.tools.generator import (  # after the arguments parse (a quick --help)
+        GeneratorOptions,
+        generate,
+    )
+
     prepare_outputs([], folders=[args.output_dir])
     options = GeneratorOptions(
         num_npus=args.num_npus,
@@ -93,7 +106,7 @@ def _generate(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _generate, argv))
+    sys.exit(run_tool(build_parser(), _generate, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

@@ -11,11 +11,16 @@ from typing import Optional
 from chakra.cli.conventions import ToolArgumentParser, add_file_options
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.et.jsonize import jsonize_et
-from chakra.ingest.detect import TraceKind, require_kind
 
 logger = logging.getLogger(__name__)
 WANTS = "a Chakra ET (.et, chakra_converter's output)"
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = (
+    "chakra.et.jsonize",
+    "chakra.ingest.detect",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _jsonize(args: argparse.Namespace) -> None:
+    from chakra.et.jsonize import jsonize_et  # after the arguments parse (a quick --help)
+    from chakra.ingest.detect import TraceKind, require_kind
+
     require_kind(
         args.input,
         (TraceKind.CHAKRA_ET,),
@@ -48,7 +56,7 @@ def _jsonize(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _jsonize, argv))
+    sys.exit(run_tool(build_parser(), _jsonize, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

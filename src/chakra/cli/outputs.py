@@ -24,10 +24,6 @@ from pathlib import Path
 from typing import Optional
 
 from chakra.errors import ChakraError, FileAccessError, PathLike
-from chakra.fileio import AtomicFile
-from chakra.fileio.guard import refuse_overwriting_inputs
-from chakra.fileio.location import is_url
-from chakra.fileio.stale import remove_stale_temporaries
 
 LOG_FORMAT = "%(asctime)s %(levelname)s: %(message)s"
 
@@ -49,6 +45,10 @@ def prepare_outputs(
     written and overwrite no input, and that the output ``folders`` exist; then remove the
     temporaries killed runs left in all those folders. URLs are only compared with the
     inputs. One line ``FileAccessError`` or ``OutputOverwritesInputError`` otherwise."""
+    from chakra.fileio.guard import refuse_overwriting_inputs  # after --help: start-up
+    from chakra.fileio.location import is_url
+    from chakra.fileio.stale import remove_stale_temporaries
+
     given = [location for location in outputs if location is not None]
     swept: set[Path] = set()
     for folder in folders:
@@ -102,6 +102,8 @@ def log_file(path: Optional[PathLike], fmt: str = LOG_FORMAT) -> Iterator[None]:
     if path is None:
         yield
         return
+    from chakra.fileio import AtomicFile  # after --help: start-up
+
     output = AtomicFile(path, text=True)
     handler = logging.StreamHandler(output.stream)
     handler.setFormatter(logging.Formatter(fmt))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 from chakra.cli import arg_types
 from chakra.cli.conventions import (
@@ -16,24 +16,47 @@ from chakra.cli.conventions import (
     add_rank_trace_options,
 )
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.convert.astra_sim import command_line
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio.location import location, name_of
-from chakra.ingest.detect import TraceKind, require_kind
-from chakra.link import LinkOptions
-from chakra.pipeline import RankFiles, ranks_in_folder, run_pipeline
-from chakra.pipeline.astra_profile import PROFILES
-from chakra.pipeline.inputs import ranks_in_folders
-from chakra.pipeline.resume import ET_PREFIX
-from chakra.pipeline.run import PipelineResult, summary_text
-from chakra.pipeline.timeline_file import TIMELINE_ALL, TIMELINE_AUTO, TimelineOptions
-from chakra.simulate.scenarios import DEFAULT_SCENARIOS, Scenario
-from chakra.views.job import ALL_RANKS_UP_TO
-from chakra.views.timeline_window import WindowChoice
+from chakra.pipeline.option_values import ET_PREFIX, PROFILES, TIMELINE_ALL, TIMELINE_AUTO
+from chakra.simulate.default_scenarios import DEFAULT_SCENARIO_TEXTS
+from chakra.views.rank_counts import ALL_RANKS_UP_TO
+
+if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
+    from chakra.fileio.location import Location
+    from chakra.pipeline import RankFiles
+    from chakra.pipeline.run import PipelineResult
+    from chakra.simulate.scenarios import Scenario
+    from chakra.views.timeline_window import WindowChoice
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = (
+    "chakra.convert.astra_sim",
+    "chakra.ingest.detect",
+    "chakra.link",
+    "chakra.pipeline.run",
+    "chakra.pipeline.inputs",
+    "chakra.pipeline.astra_profile",
+    "chakra.pipeline.resume",
+    "chakra.pipeline.timeline_file",
+    "chakra.simulate.scenarios",
+    "chakra.views.job",
+    "chakra.views.timeline_window",
+)
+
+
+def location(text: str) -> Location:
+    """argparse's type for the paths and URLs (:func:`chakra.fileio.location.location`),
+    loaded once one is given (a quick --help)."""
+    from chakra.fileio.location import location
+
+    return location(text)
 
 
 def _scenario(text: str) -> Scenario:
     """argparse's type for --what-if: a bad scenario is a usage error (status 2)."""
+    from chakra.simulate.scenarios import Scenario
+
     try:
         return Scenario.parse(text)
     except ChakraError as exc:
@@ -55,6 +78,8 @@ def _timeline_ranks(text: str) -> Union[str, tuple[int, ...]]:
 
 def _timeline_window(text: str) -> WindowChoice:
     """argparse's type for --timeline-window: a bad value is a usage error (status 2)."""
+    from chakra.views.timeline_window import WindowChoice
+
     try:
         return WindowChoice.parse(text)
     except ChakraError as exc:
@@ -87,9 +112,7 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         "(ProfilerStep#N to #M)",
     )
     parser.add_argument("--no-timeline", action="store_true", help="skip timeline.json")
-    defaults = ", ".join(
-        f"'{s.name}={','.join(r.text for r in s.rules)}'" for s in DEFAULT_SCENARIOS
-    )
+    defaults = ", ".join(f"'{text.name}={text.rules}'" for text in DEFAULT_SCENARIO_TEXTS)
     what_if = parser.add_mutually_exclusive_group()
     what_if.add_argument(
         "--what-if",
@@ -226,6 +249,10 @@ def _add_execution_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _ranks(args: argparse.Namespace) -> list[RankFiles]:
+    from chakra.ingest.detect import TraceKind, require_kind
+    from chakra.pipeline import RankFiles, ranks_in_folder
+    from chakra.pipeline.inputs import ranks_in_folders
+
     if args.trace_dir:
         return ranks_in_folder(args.trace_dir)
     if args.host_dir or args.device_dir:
@@ -270,6 +297,12 @@ def _run(args: argparse.Namespace) -> None:
     if args.scheduler and args.executor != "dask":
         raise UsageError("--scheduler goes with --executor dask")
     scenarios = _scenarios(args)
+    from chakra.fileio.location import name_of
+    from chakra.link import LinkOptions
+    from chakra.pipeline import run_pipeline
+    from chakra.pipeline.run import summary_text
+    from chakra.pipeline.timeline_file import TimelineOptions
+
     result = run_pipeline(
         _ranks(args),
         args.output_dir,
@@ -312,6 +345,9 @@ def _run(args: argparse.Namespace) -> None:
 def _print_astra_sim(result: PipelineResult) -> None:
     """The ASTRA-sim command for the family handed to it, and, for the fold, the network
     that reproduces the measured collectives."""
+    from chakra.convert.astra_sim import command_line
+    from chakra.fileio.location import name_of
+
     family = result.astra_sim
     prefix = family.prefix if family is not None else result.et_prefix
     print(f"ASTRA-sim: {command_line(prefix, result.comm_groups)}")
@@ -328,7 +364,7 @@ def _print_astra_sim(result: PipelineResult) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _run, argv))
+    sys.exit(run_tool(build_parser(), _run, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

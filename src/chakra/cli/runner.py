@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from importlib import import_module
 from types import FrameType
 from typing import Any, Callable, Optional, TextIO
 
@@ -44,6 +45,7 @@ def run_tool(
     parser: argparse.ArgumentParser,
     action: Callable[[argparse.Namespace], None],
     argv: Optional[Sequence[str]] = None,
+    libraries: Sequence[str] = (),
 ) -> int:
     """Parse ``argv``, configure logging, run ``action``; return the exit status.
 
@@ -56,9 +58,14 @@ def run_tool(
     after the usage line). A reader that closes stdout early (``| head``) is no error: what
     the tool would still print is dropped, its work goes on (files written, errors
     reported), and the status is the work's, 0 when it succeeds
-    (:func:`stdout_reader_may_leave`).
+    (:func:`stdout_reader_may_leave`). The modules in ``libraries`` (what the action imports)
+    load after the parse, before the action: ``--help`` loads none, and a signal while they
+    load meets the early guard (:func:`chakra.cli.launch.install_guard`; an interrupted
+    import of msgspec's or protobuf's extension crashed the process: status -11).
     """
     args = parser.parse_args(argv)
+    for library in libraries:
+        import_module(library)
     from chakra.progress import ConsoleHandler, choose_bars  # after --help: start-up
 
     logging.basicConfig(

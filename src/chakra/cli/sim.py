@@ -23,6 +23,11 @@ THREADS_STREAMS, ASTRA_SIM = "threads-streams", "astra-sim"
 logger = logging.getLogger(__name__)
 
 
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`):
+#: matplotlib only with a picture asked for.
+LIBRARIES = ("chakra.fileio.atomic", "chakra.ingest.detect", "chakra.simulate")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = ToolArgumentParser(
         prog="chakra_sim",
@@ -311,7 +316,7 @@ def _print_rank(
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _simulate, argv))
+    sys.exit(run_tool(build_parser(), _simulate, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

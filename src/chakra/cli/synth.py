@@ -8,19 +8,28 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from chakra.cli import arg_types
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, SynthOptionsError, UsageError
-from chakra.progress import activity
-from chakra.synth import VINTAGES, SynthOptions, generate_job, options_with_vintages
-from chakra.synth.invariants import validate_job
-from chakra.synth.options import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS
+from chakra.synth.option_values import MAX_OPS_PER_STEP, MAX_RANKS, MAX_STEPS, VINTAGES
+
+if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
+    from chakra.synth.options import SynthOptions
 
 logger = logging.getLogger(__name__)
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = (
+    "chakra.progress",
+    "chakra.synth.options",
+    "chakra.synth.job",
+    "chakra.synth.invariants",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,6 +136,10 @@ def _synth(args: argparse.Namespace) -> None:
         options = _options(args)
     except SynthOptionsError as exc:  # options that do not go together: a usage error
         raise UsageError(_in_flags(str(exc))) from None
+    from chakra.progress import activity  # after the arguments parse (a quick --help)
+    from chakra.synth import generate_job
+    from chakra.synth.invariants import validate_job
+
     with new_folder(Path(args.output_dir)):
         prepare_outputs([], folders=[args.output_dir])
         with activity(f"generating {options.ranks} ranks (in lock step) into {args.output_dir}"):
@@ -141,6 +154,8 @@ def _synth(args: argparse.Namespace) -> None:
 
 
 def _options(args: argparse.Namespace) -> SynthOptions:
+    from chakra.synth.options import SynthOptions, options_with_vintages
+
     options = SynthOptions(
         seed=args.seed,
         ranks=args.ranks,
@@ -178,7 +193,7 @@ def _in_flags(message: str) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _synth, argv))
+    sys.exit(run_tool(build_parser(), _synth, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

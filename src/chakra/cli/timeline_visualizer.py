@@ -13,11 +13,17 @@ from chakra.cli.conventions import ToolArgumentParser, add_file_options
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import UsageError
-from chakra.fileio import atomic_output
-from chakra.ingest.json_input import dump_finite
-from chakra.tools.log_timeline import INPUT_FORMATS, complete_events, timeline
+from chakra.tools.option_values import INPUT_FORMATS
 
 logger = logging.getLogger(__name__)
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = (
+    "chakra.fileio.atomic",
+    "chakra.ingest.json_input",
+    "chakra.tools.log_timeline",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _convert(args: argparse.Namespace) -> None:
+    from chakra.fileio import atomic_output  # after the arguments parse (a quick --help)
+    from chakra.ingest.json_input import dump_finite
+    from chakra.tools.log_timeline import complete_events, timeline
+
     if args.input_format == "astra-sim" and (args.num_npus is None or args.npu_frequency is None):
         raise UsageError("the astra-sim log format needs --num-npus and --npu-frequency")
     prepare_outputs([args.output, args.log_filename], [args.input])
@@ -76,7 +86,7 @@ def _convert(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _convert, argv))
+    sys.exit(run_tool(build_parser(), _convert, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

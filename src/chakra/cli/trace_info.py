@@ -8,15 +8,18 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
-import msgspec
-
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, InputsFailedError
-from chakra.et.summary import summarize_et
-from chakra.ingest.detect import TraceKind, load_json_trace, sniff_kind
-from chakra.ingest.host_model import HostTrace
-from chakra.ingest.summary import summarize_device_trace, summarize_host_trace
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = (
+    "msgspec",
+    "chakra.et.summary",
+    "chakra.ingest.detect",
+    "chakra.ingest.host_model",
+    "chakra.ingest.summary",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def summarize(path: str) -> dict[str, Any]:
     """Summary of one file of any supported kind, detected by content, as JSON values."""
+    import msgspec  # the library after the arguments parse (a quick --help)
+
+    from chakra.et.summary import summarize_et
+    from chakra.ingest.detect import TraceKind, load_json_trace, sniff_kind
+    from chakra.ingest.host_model import HostTrace
+    from chakra.ingest.summary import summarize_device_trace, summarize_host_trace
+
     if sniff_kind(path) is TraceKind.CHAKRA_ET:
         return summarize_et(path)
     trace = load_json_trace(path)
@@ -65,7 +75,7 @@ def _info(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _info, argv))
+    sys.exit(run_tool(build_parser(), _info, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from chakra.cli import arg_types
 from chakra.cli.conventions import (
@@ -24,13 +24,23 @@ from chakra.cli.conventions import (
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.fileio import AtomicGroup
-from chakra.ingest.detect import TraceKind, require_kind
-from chakra.link.batch import Coverage, link_files, link_ranks, pair_by_rank
-from chakra.link.linked_trace import LinkOptions, LinkReport, RankResult
-from chakra.link.report import render_table, write_rank_reports, write_report
+
+if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
+    from chakra.fileio import AtomicGroup
+    from chakra.link.batch import Coverage
+    from chakra.link.linked_trace import LinkOptions, LinkReport, RankResult
 
 logger = logging.getLogger(__name__)
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = (
+    "chakra.fileio.atomic",
+    "chakra.ingest.detect",
+    "chakra.link.batch",
+    "chakra.link.linked_trace",
+    "chakra.link.report",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +127,9 @@ def _add_linking_options(how: argparse._ArgumentGroup) -> None:
 
 
 def _options(args: argparse.Namespace) -> tuple[LinkOptions, Coverage]:
+    from chakra.link.batch import Coverage
+    from chakra.link.linked_trace import LinkOptions
+
     options = LinkOptions(
         profiler_step=args.profiler_step,
         iteration=args.iteration,
@@ -134,6 +147,11 @@ def _link_one(args: argparse.Namespace) -> None:
     missing = [flag for flag, value in wanted if not value]
     if missing:
         raise UsageError(f"missing {', '.join(missing)} (or use --device-dir)")
+    from chakra.fileio import AtomicGroup
+    from chakra.ingest.detect import TraceKind, require_kind
+    from chakra.link.batch import link_files
+    from chakra.link.report import render_table, write_report
+
     require_kind(
         args.device_trace,
         (TraceKind.KINETO,),
@@ -168,6 +186,9 @@ def _link_one(args: argparse.Namespace) -> None:
 def _link_many(args: argparse.Namespace) -> None:
     if not (args.device_dir and args.output_dir):
         raise UsageError("--device-dir and --output-dir go together (--host-dir needs both)")
+    from chakra.fileio import AtomicGroup
+    from chakra.link.batch import link_ranks, pair_by_rank
+
     options, coverage = _options(args)
     pairs = pair_by_rank(args.host_dir, args.device_dir)  # a missing folder: nothing made
     suffix = ".json.gz" if args.gzip else ".json"
@@ -186,6 +207,8 @@ def _report_ranks(
     args: argparse.Namespace, results: Sequence[RankResult], group: AtomicGroup
 ) -> None:
     """Print a line per rank; write the report when every rank succeeded, else raise."""
+    from chakra.link.report import write_rank_reports
+
     for result in results:
         print(f"rank {result.rank}: {_rank_line(result)}")
     failed = [result for result in results if result.error]
@@ -216,7 +239,7 @@ def _link(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _link, argv))
+    sys.exit(run_tool(build_parser(), _link, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

@@ -7,20 +7,29 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from chakra.cli import arg_types
 from chakra.cli.outputs import prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
-from chakra.ingest.detect import TraceKind, require_kind
-from chakra.ingest.name_patterns import compile_name_pattern
-from chakra.tools.visualize import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES, visualize
-from chakra.tools.visualize_window import NodeRange, Selection, parse_node_range, rank_file
+from chakra.tools.option_values import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES
+
+if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
+    from chakra.tools.visualize_window import NodeRange, Selection
 
 logger = logging.getLogger(__name__)
 WANTS = "a Chakra ET (.et, chakra_converter's output)"
 MAX_DEPTH = 1000
+
+
+#: What the work imports, loaded once the arguments parse (:func:`~chakra.cli.runner.run_tool`).
+LIBRARIES = (
+    "chakra.ingest.detect",
+    "chakra.ingest.name_patterns",
+    "chakra.tools.visualize",
+    "chakra.tools.visualize_window",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,6 +145,8 @@ def _add_files(parser: argparse.ArgumentParser) -> None:
 
 def _node_range(text: str) -> NodeRange:
     """argparse's type for --nodes: a malformed or empty range is a usage error."""
+    from chakra.tools.visualize_window import parse_node_range
+
     try:
         return parse_node_range(text)
     except ChakraError as exc:
@@ -145,6 +156,8 @@ def _node_range(text: str) -> NodeRange:
 def _name_filter(text: str) -> str:
     """argparse's type for --name-filter: an empty or overlong pattern is a usage error
     (status 2) before any work."""
+    from chakra.ingest.name_patterns import compile_name_pattern
+
     try:
         compile_name_pattern(text)
     except ChakraError as exc:
@@ -155,6 +168,8 @@ def _name_filter(text: str) -> str:
 def _selection(args: argparse.Namespace) -> Selection:
     if args.depth is not None and args.around is None:
         raise UsageError("--depth counts steps from --around's node: give --around NODE")
+    from chakra.tools.visualize_window import NodeRange, Selection
+
     nodes = args.nodes or NodeRange()
     return Selection(
         first=nodes.first,
@@ -167,6 +182,10 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 
 def _visualize(args: argparse.Namespace) -> None:
+    from chakra.ingest.detect import TraceKind, require_kind
+    from chakra.tools.visualize import visualize
+    from chakra.tools.visualize_window import rank_file
+
     selection = _selection(args)
     for path in args.inputs:
         require_kind(path, (TraceKind.CHAKRA_ET,), "chakra_visualizer", WANTS)
@@ -177,7 +196,7 @@ def _visualize(args: argparse.Namespace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    sys.exit(run_tool(build_parser(), _visualize, argv))
+    sys.exit(run_tool(build_parser(), _visualize, argv, LIBRARIES))
 
 
 if __name__ == "__main__":

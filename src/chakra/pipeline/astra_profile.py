@@ -18,13 +18,12 @@ from chakra.et.reader import EtReader
 from chakra.et.writer import write_et
 from chakra.fileio import AtomicGroup
 from chakra.fileio.location import Location, join
+from chakra.pipeline.option_values import PROFILES
 from chakra.simulate.astra_calibration import fitted_ring
 from chakra.simulate.fold import fold_job, fold_metadata
 from chakra.simulate.sim_result import SimResult
 
 logger = logging.getLogger(__name__)
-#: The profiles: the full graphs, or their fold.
-PROFILES = ("full", "fold")
 
 
 class AstraSimFamily(msgspec.Struct, frozen=True):

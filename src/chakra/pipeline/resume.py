@@ -40,12 +40,11 @@ from chakra.fileio import atomic_output, read_input
 from chakra.fileio.digest import FileDigest, file_digest, file_size
 from chakra.fileio.location import Location, join, missing, name_of
 from chakra.pipeline.fresh import FinishedWork
+from chakra.pipeline.option_values import ET_PREFIX
 
 logger = logging.getLogger(__name__)
 
 
-#: The default ``PREFIX`` of the ``.et`` files: ASTRA-sim loads ``PREFIX.<rank>.et``.
-ET_PREFIX = "workload"
 #: The version of the code that runs (not the installed distribution's metadata, which may
 #: describe another checkout than the one imported).
 VERSION = chakra.__version__

@@ -19,6 +19,7 @@ from chakra.errors import UsageError
 from chakra.fileio import AtomicGroup, atomic_output
 from chakra.fileio.location import Location, join
 from chakra.ingest.json_input import dump_finite
+from chakra.pipeline.option_values import TIMELINE_ALL, TIMELINE_AUTO
 from chakra.simulate.sim_result import SimResult
 from chakra.views.job import JobSummary, shown_ranks
 from chakra.views.timeline import chrome_trace
@@ -27,9 +28,6 @@ from chakra.views.timeline_window import WindowChoice, resolve_window
 logger = logging.getLogger(__name__)
 #: Its names in the output folder: plain, and compressed.
 TIMELINE, TIMELINE_GZ = "timeline.json", "timeline.json.gz"
-#: ``ranks``: every rank up to ``ALL_RANKS_UP_TO``, else the slowest, median and fastest
-#: (a 64-rank timeline of every rank was 349 MB); or every rank
-TIMELINE_AUTO, TIMELINE_ALL = "auto", "all"
 #: Above this many events (about 55 MB of JSON), the file is written gzip-compressed.
 GZIP_ABOVE_EVENTS = 300_000
 #: A timeline file above this size may not load in Perfetto's UI: a warning says so.

@@ -20,6 +20,7 @@ import msgspec
 
 from chakra.errors import ChakraError
 from chakra.simulate.analysis import ScaleRule
+from chakra.simulate.default_scenarios import DEFAULT_SCENARIO_TEXTS
 from chakra.simulate.network import NetworkModel
 from chakra.simulate.replay import what_if_of
 from chakra.simulate.selection import with_instance_facts
@@ -85,24 +86,10 @@ def _default(name: str, rules: str, description: str) -> Scenario:
     )
 
 
-#: What a performance engineer asks first, in the classes of ``ScaleRule``: ``gpu`` every
-#: op on a GPU stream (collective kernels too, hence ``comm=2`` to keep the network's time,
-#: as tests/simulate/test_what_if_truth.py checks against a recording), ``comm`` every
-#: communication op, ``cpu`` every op off the GPU; ``delay`` and ``idle`` the measured time
-#: the graph does not explain.
-DEFAULT_SCENARIOS = (
-    _default("GPU compute 2x faster", "gpu=0.5,comm=2",
-             "GPU kernels, memcpys and memsets take half their time; communication keeps its "
-             "own (comm=2 undoes gpu=0.5 on collective kernels)"),
-    _default("communication 2x faster", "comm=0.5",
-             "every collective, send and receive takes half its time"),
-    _default("CPU 2x faster", "cpu=0.5",
-             "every op off the GPU (host ops, and CPU collectives such as gloo's) takes half "
-             "its time"),
-    _default("no unexplained time", "delay=0,idle=0",
-             "[delay] and [idle] nodes (measured time the graph does not explain) take none: "
-             "the model-only makespan"),
-)  # fmt: skip
+#: The defaults (:mod:`chakra.simulate.default_scenarios`), parsed.
+DEFAULT_SCENARIOS = tuple(
+    _default(text.name, text.rules, text.description) for text in DEFAULT_SCENARIO_TEXTS
+)
 
 
 class RankWhatIf(msgspec.Struct, frozen=True):

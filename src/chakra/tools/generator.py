@@ -21,6 +21,12 @@ from typing import Any, Callable
 from chakra.errors import FileAccessError, GeneratorError, PathLike
 from chakra.et import CollectiveCommType, GlobalMetadata, Node, NodeType, add_attr, write_et
 from chakra.fileio import AtomicGroup
+from chakra.tools.option_values import (
+    GENERATOR_COMM_SIZE,
+    GENERATOR_NUM_NPUS,
+    GENERATOR_RUNTIME_US,
+    GENERATOR_TENSOR_SIZE,
+)
 
 #: ``GlobalMetadata.version`` of every generated file.
 GENERATOR_VERSION = "1.0.0"
@@ -49,10 +55,10 @@ class GeneratorOptions:
     send/recv nodes; ``comm_size`` bytes of collectives; ``all_families`` also writes the
     families ASTRA-sim cannot run (see the module docstring)."""
 
-    num_npus: int = 64
-    runtime_us: int = 5
-    tensor_size: int = 1024
-    comm_size: int = 65536
+    num_npus: int = GENERATOR_NUM_NPUS
+    runtime_us: int = GENERATOR_RUNTIME_US
+    tensor_size: int = GENERATOR_TENSOR_SIZE
+    comm_size: int = GENERATOR_COMM_SIZE
     all_families: bool = False
 
 

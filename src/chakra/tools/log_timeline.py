@@ -25,10 +25,10 @@ from typing import Any
 from chakra.errors import FileAccessError, PathLike, TimelineError
 from chakra.fileio.json_document import JsonDocument
 from chakra.fileio.regular import open_regular_text
+from chakra.tools.option_values import INPUT_FORMATS
 
 logger = logging.getLogger(__name__)
 
-INPUT_FORMATS = ("astra-sim", "chakra-sim")
 
 #: Track ids (Chrome ``tid``) and their names; a name matching none of the rules of
 #: :func:`track_of` goes to the last, generic one.

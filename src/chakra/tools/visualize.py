@@ -31,6 +31,7 @@ from chakra.errors import AttributeKindError, EtFormatError, PathLike, Visualize
 from chakra.et import EtReader
 from chakra.fileio import atomic_output
 from chakra.ingest.name_patterns import compile_name_pattern
+from chakra.tools.option_values import DEFAULT_MAX_NODES, DEFAULT_MAX_RENDERED_NODES
 from chakra.tools.visualize_fold import collapse_gpu
 from chakra.tools.visualize_style import (
     VizNode,
@@ -51,11 +52,6 @@ logger = logging.getLogger(__name__)
 #: Output formats written without Graphviz, and those rendered by its ``dot`` program.
 TEXT_FORMATS = ("dot", "graphml")
 RENDERED_FORMATS = ("pdf", "svg", "png")
-#: Most nodes drawn unless --max-nodes says otherwise: Graphviz's layout time grows fast
-#: with size (a training step's first 1,000 nodes take 0.3 s, 1,500 take 3.6 s and 2,000
-#: over a minute), so rendered formats get the smaller limit.
-DEFAULT_MAX_NODES = 2000
-DEFAULT_MAX_RENDERED_NODES = 1000
 #: With --collapse-gpu, at most this many times the limit are read before folding.
 FOLD_READ_FACTOR = 100
 INSTALL_HINT = "install Graphviz (`apt-get install graphviz`), or write .dot or .graphml instead"

@@ -24,6 +24,7 @@ from chakra.simulate.resources import gpu_mask
 from chakra.simulate.scenarios import WhatIf
 from chakra.simulate.sim_result import RankResult, SimResult
 from chakra.views.intervals import covered
+from chakra.views.rank_counts import ALL_RANKS_UP_TO
 
 
 class RankShare(msgspec.Struct, frozen=True):
@@ -49,11 +50,6 @@ class ScenarioChange(msgspec.Struct, frozen=True):
     change_pct: Optional[float]
     slowest_rank: Optional[int]
     note: Optional[str] = None
-
-
-#: Up to this many ranks the terminal summary, ``utilisation.png`` and report.html list every
-#: rank; above it they pick the slowest, median and fastest (:meth:`JobSummary.featured_ranks`).
-ALL_RANKS_UP_TO = 16
 
 
 class JobSummary(msgspec.Struct, frozen=True):
