@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from chakra.errors import TraceFormatError
+from chakra.ingest.host_checks import MAX_DIGITS, check_digits
 from chakra.ingest.host_loader import load_host_trace
 
 SOURCE = Path(__file__).parents[1] / "data" / "pytorch213" / "gloo_2rank" / "rank0.host_et.json.gz"
@@ -99,3 +101,23 @@ def test_number_of_5000_digits_in_arguments(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError, match=r"host\.json: a number of 4300 digits") as info:
         load_host_trace(path)
     assert info.value.offset == data.index(b'"HUGE"')
+
+
+@pytest.mark.parametrize("start", [(1 << 16) - 10, (1 << 16) - 4300, 1 << 16, 3 * (1 << 16) + 1])
+def test_digits_across_a_chunk_boundary(start: int) -> None:
+    data = b" " * start + b"7" * MAX_DIGITS + b" " * 100
+    with pytest.raises(TraceFormatError, match="a number of 4300 digits") as info:
+        check_digits("host.json", data)
+    assert info.value.offset == start
+    check_digits("host.json", data[:-101])  # 4,299 digits: a number Python still parses
+
+
+def test_digit_check_holds_no_copy_of_the_document() -> None:
+    data = b"12345678," * 2_000_000  # 18 MB of short numbers
+    tracemalloc.start()
+    try:
+        check_digits("host.json", data)
+        peak_bytes = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak_bytes < 1 << 20  # a window's copies, not the 16 MiB chunks it had

@@ -22,7 +22,13 @@ from chakra.errors import PathLike, TraceFormatError
 from chakra.ingest.host_model import HostOp, OpArgs
 from chakra.ingest.json_input import describe_decode_error
 
+#: Bytes :func:`check_utf8` decodes at a time.
 _CHUNK = 1 << 24
+#: Bytes :func:`check_digits` scans at a time: each scan copies and translates its chunk, so
+#: a small one keeps those two transient copies in the CPU cache (64 KiB: fastest measured,
+#: 0.03 s on a 30 MB host ET) and out of the peak memory (16 MiB chunks cost 25 MiB of peak RSS
+#: to chakra_trace_link on that input, glibc keeping the freed copies' pages).
+_DIGITS_CHUNK = 1 << 16
 #: Python's default limit of digits in an int parsed from text (sys.get_int_max_str_digits).
 MAX_DIGITS = 4300
 _DIGITS_AS_ZERO = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digits -> "0"
@@ -30,13 +36,13 @@ _DIGITS_AS_ZERO = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digi
 
 def check_digits(path: PathLike, data: bytes) -> None:
     """Raise TraceFormatError (with the byte offset) at a run of :data:`MAX_DIGITS` digits
-    or more: a number no Python reader of the ET+ could parse. ~0.5 GB/s, in chunks."""
+    or more: a number no Python reader of the ET+ could parse. ~1 GB/s, in small chunks
+    (each window overlaps the next by MAX_DIGITS bytes, so a run across a boundary is found)."""
     needle = b"0" * MAX_DIGITS
     view = memoryview(data)
-    for start in range(0, len(data), _CHUNK):
-        at = (
-            bytes(view[start : start + _CHUNK + MAX_DIGITS]).translate(_DIGITS_AS_ZERO).find(needle)
-        )
+    for start in range(0, len(data), _DIGITS_CHUNK):
+        window = bytes(view[start : start + _DIGITS_CHUNK + MAX_DIGITS])
+        at = window.translate(_DIGITS_AS_ZERO).find(needle)
         if at >= 0:
             raise TraceFormatError(path, f"a number of {MAX_DIGITS} digits or more", start + at)
 
