@@ -7,9 +7,12 @@ stream idle, steps, and the slack replays behind the bound headline: ``rank_repo
 the job's files (``timeline.json``, ``utilisation.png``, ``report.json``, ``report.html``:
 ``write_outputs`` less its what-if runs). The rest is linking, converting, cross-rank
 agreement, the replay and the what-ifs. Issue 31's target: the views add at most 20% to
-the rest (``views / rest``). The time of each view's file is printed too.
+the rest (``views / rest``); issue 35's: they take at most 10% of the pipeline's wall time
+on 8 ranks x 2,000 ops per step, ``-j 2`` (``views / pipeline``). The time of each view's
+file is printed too.
 
     python benchmarks/views_cost.py [--ranks 64] [--ops-per-step 100] [--jobs 2]
+    python benchmarks/views_cost.py --ranks 8 --ops-per-step 2000   # issue 35's job
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ def main() -> None:
     rest = total - views
     print(f"{args.ranks} ranks x {args.ops_per_step} ops/step, -j {args.jobs}: "
           f"pipeline {total:.1f} s")  # fmt: skip
-    print(f"  views   {views:6.1f} s  = {100 * views / rest:.0f}% of the rest (target <= 20%)")
+    print(f"  views   {views:6.1f} s  = {100 * views / rest:.0f}% of the rest (target <= 20%), "
+          f"{100 * views / total:.0f}% of the pipeline (target <= 10%)")  # fmt: skip
     print(f"  rest    {rest:6.1f} s  (link, convert, agreement, replay, what-ifs "
           f"{spent['run_scenarios']:.1f} s)")  # fmt: skip
     print(f"  rank views (incl. slack replays)  {spent['rank_reports']:.2f} s")

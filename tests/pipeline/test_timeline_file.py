@@ -142,3 +142,30 @@ def test_without_matplotlib_the_pipeline_skips_the_picture_and_says_so(
     assert result.html is not None and "chakra[plot]" in caplog.text
     with pytest.raises(ChakraError, match=r"chakra\[plot\]"):
         plot_utilisation(simulate_files([tmp_path / "o" / "workload.0.et"]), tmp_path / "u.png")
+
+
+def test_a_failed_write_on_the_writer_thread_is_raised_to_the_caller() -> None:
+    """The timeline's text reaches the file on a second thread (compressing overlaps
+    encoding): a write that fails there fails the caller, in order, and nothing is lost."""
+    from chakra.pipeline.timeline_file import _Overlapped
+
+    class Collected:
+        def __init__(self) -> None:
+            self.parts: list[str] = []
+
+        def write(self, text: str) -> int:
+            if text == "full":
+                raise OSError("No space left on device")
+            self.parts.append(text)
+            return len(text)
+
+    kept = Collected()
+    stream = _Overlapped(kept)  # type: ignore[arg-type]
+    for part in ("a", "b", "c"):
+        stream.write(part)
+    stream.close()
+    assert kept.parts == ["a", "b", "c"] and stream.written == 3
+    failing = _Overlapped(Collected())  # type: ignore[arg-type]
+    failing.write("full")
+    with pytest.raises(OSError, match="No space left"):
+        failing.close()

@@ -9,6 +9,8 @@ over :data:`WARN_ABOVE_BYTES`."""
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Optional, Union
@@ -18,7 +20,7 @@ import msgspec
 from chakra.errors import UsageError
 from chakra.fileio import AtomicGroup, atomic_output
 from chakra.fileio.location import Location, join
-from chakra.ingest.json_input import dump_finite
+from chakra.ingest.json_input import dump_finite, gc_paused
 from chakra.pipeline.option_values import TIMELINE_ALL, TIMELINE_AUTO
 from chakra.simulate.sim_result import SimResult
 from chakra.views.job import JobSummary, shown_ranks
@@ -79,15 +81,39 @@ def timeline_ranks(
     return tuple(options.ranks)
 
 
-class _Counting:
-    """A text stream that counts the characters written through it."""
+class _Overlapped:
+    """A text stream whose writes reach ``out`` on a second thread, so that compressing a
+    chunk (zlib lets go of the GIL) overlaps encoding the next one; at most two chunks
+    wait. Counts the characters written; :meth:`close` waits for the last write and raises
+    what a write raised."""
 
     def __init__(self, out: IO[str]) -> None:
         self.out, self.written = out, 0
+        self._waiting: queue.Queue[Optional[str]] = queue.Queue(maxsize=2)
+        self._failure: Optional[BaseException] = None
+        self._writer = threading.Thread(target=self._drain, name="timeline-writer", daemon=True)
+        self._writer.start()
 
     def write(self, text: str) -> int:
+        if self._failure is not None:
+            raise self._failure
         self.written += len(text)
-        return self.out.write(text)
+        self._waiting.put(text)
+        return len(text)
+
+    def _drain(self) -> None:
+        while (text := self._waiting.get()) is not None:
+            if self._failure is None:
+                try:
+                    self.out.write(text)
+                except BaseException as exc:  # re-raised on the caller's thread
+                    self._failure = exc
+
+    def close(self) -> None:
+        self._waiting.put(None)
+        self._writer.join()
+        if self._failure is not None:
+            raise self._failure
 
 
 def write_timeline(result: SimResult, folder: Location, options: TimelineOptions, job: JobSummary,
@@ -108,14 +134,22 @@ def write_timeline(result: SimResult, folder: Location, options: TimelineOptions
         None if shown is None else [r for r, g in enumerate(result.graphs) if g.rank in shown]
     )
     window = None if options.window is None else resolve_window(options.window, result, positions)
-    document = chrome_trace(result, compare=True, ranks=shown, window=window)
-    events = len(document["traceEvents"])
-    name, other = (TIMELINE_GZ, TIMELINE) if events > GZIP_ABOVE_EVENTS else (TIMELINE, TIMELINE_GZ)
-    path = join(folder, name)
-    _obsolete([join(folder, other)], group)
-    with atomic_output(path, text=True, group=group) as out:
-        counting = _Counting(out)
-        dump_finite(document, counting, path)  # type: ignore[arg-type]
+    # hundreds of thousands of acyclic event dicts: collections would traverse them again
+    # and again while they are built (a third of the build's time on 8 ranks x 4,000 ops)
+    with gc_paused():
+        document = chrome_trace(result, compare=True, ranks=shown, window=window)
+        events = len(document["traceEvents"])
+        name, other = (
+            (TIMELINE_GZ, TIMELINE) if events > GZIP_ABOVE_EVENTS else (TIMELINE, TIMELINE_GZ)
+        )
+        path = join(folder, name)
+        _obsolete([join(folder, other)], group)
+        with atomic_output(path, text=True, group=group) as out:
+            counting = _Overlapped(out)
+            try:
+                dump_finite(document, counting, path)  # type: ignore[arg-type]
+            finally:
+                counting.close()
     if counting.written > WARN_ABOVE_BYTES:
         logger.warning("the timeline holds %d events (%d MB of JSON): Perfetto's UI may not load "
                        "it; --timeline-ranks, --timeline-window or --no-timeline make it smaller",

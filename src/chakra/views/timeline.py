@@ -29,7 +29,6 @@ it was recorded on (``thread 2 · thread 9001 (pt_gloo_runloop)``) when its ``.e
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Optional
 
@@ -80,7 +79,7 @@ def chrome_trace(result: SimResult, compare: bool = False, segments: bool = Fals
     tracks = {r: track_names(result.graphs[r]) for r in shown}
     for r in shown:
         graph, start, end = result.graphs[r], result.start[r], result.end[r]
-        spans = [(to_ns(start[i]), to_ns(end[i])) for i in range(len(graph.ids))]
+        spans = list(zip(_ns_of(start, len(graph.ids)), _ns_of(end, len(graph.ids))))
         facts = OpFacts(graph, start, end)
         events += _process(graph, graph.rank, "simulated", spans, segments, tracks[r], facts)
         events += _critical_track(result, r, spans)
@@ -95,6 +94,11 @@ def chrome_trace(result: SimResult, compare: bool = False, segments: bool = Fals
     if window is not None:
         events = within(events, window)
     return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def _ns_of(times_us: Sequence[float], count: int) -> list[int]:
+    """The first ``count`` times in whole nanoseconds (:func:`to_ns`, in one pass)."""
+    return [round(us * 1000) for us in times_us[:count]]
 
 
 def _measured_spans(result: SimResult, r: int) -> Optional[list[tuple[int, int]]]:
@@ -211,19 +215,24 @@ def whole_ops(graph: SimGraph, spans: Sequence[tuple[int, int]]) -> list[Slice]:
     leader = list(range(len(graph.ids)))
     for i, op_id in (graph.segment_of or {}).items():
         leader[i] = position.get(op_id, i)
-    members: dict[int, list[int]] = defaultdict(list)
-    begin, end = {}, {}
+    members: dict[int, list[int]] = {}
+    begin, end = [0] * len(leader), [0] * len(leader)  # valid where members has the head
     for i, (b, e) in enumerate(spans):
         if b < 0:
             continue
         head = leader[i]
-        members[head].append(i)
-        begin[head] = min(begin.get(head, b), b)
-        end[head] = max(end.get(head, e), e)
+        nodes = members.get(head)
+        if nodes is None:
+            members[head] = [i]
+            begin[head], end[head] = b, e
+        else:
+            nodes.append(i)
+            begin[head] = min(begin[head], b)
+            end[head] = max(end[head], e)
     parent = _same_resource_parents(graph, leader, position)
     for head in _deepest_first(parent, list(members)):
         up = parent[head]
-        if up >= 0 and up in begin:
+        if up >= 0 and up in members:
             begin[up] = min(begin[up], begin[head])
             end[up] = max(end[up], end[head])
     resource = graph.resource

@@ -54,22 +54,32 @@ class OpFacts:
         self.start_us = start_us
         self.end_us = end_us
         self.shapes = input_shapes(graph)
+        #: each resource slot's stream id, None for a thread (looked up once per rank)
+        self._stream_of = [res.number if res.is_stream else None for res in graph.resources]
 
     def args(self, node: int, members: Sequence[int]) -> dict[str, Any]:
         """The ``args`` of the slice of op ``node`` that stands for ``members`` (itself
         and its later segments; empty: itself), ``node_id`` first."""
         graph = self.graph
-        nodes = members or (node,)
         out: dict[str, Any] = {"node_id": graph.ids[node]}
         slot = graph.resource[node]
-        if slot != NO_RESOURCE and graph.resources[slot].is_stream:
-            out["stream"] = graph.resources[slot].number
+        if slot != NO_RESOURCE:
+            stream = self._stream_of[slot]
+            if stream is not None:
+                out["stream"] = stream
         if self.shapes is not None and self.shapes[node].strip("[], "):  # a dimension
             out["shapes"] = self.shapes[node]
-        out["sim_us"] = _us(sum(self.end_us[m] - self.start_us[m] for m in nodes))
-        out["meas_us"] = _us(sum(self._measured_us(m) for m in nodes))
-        out["in"] = graph.pred_start[node + 1] - graph.pred_start[node]
-        out["out"] = graph.succ_start[node + 1] - graph.succ_start[node]
+        start_us, end_us = self.start_us, self.end_us
+        if len(members) <= 1:  # one node: 0 + x is what sum() of one term gives
+            one = members[0] if members else node
+            out["sim_us"] = round(0 + (end_us[one] - start_us[one]), 3)
+            out["meas_us"] = round(0 + self._measured_us(one), 3)
+        else:
+            out["sim_us"] = _us(sum(end_us[m] - start_us[m] for m in members))
+            out["meas_us"] = _us(sum(self._measured_us(m) for m in members))
+        pred_start, succ_start = graph.pred_start, graph.succ_start
+        out["in"] = pred_start[node + 1] - pred_start[node]
+        out["out"] = succ_start[node + 1] - succ_start[node]
         return out
 
     def _measured_us(self, node: int) -> float:

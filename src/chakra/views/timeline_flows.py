@@ -103,6 +103,7 @@ def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
     resource, keys = graph.resource, graph.resources
     preds, start = graph.preds, graph.pred_start
     out = []
+    kinds: dict[tuple[int, int], Optional[str]] = {}  # by (source slot, target slot)
     for node in range(len(graph.ids)):
         if resource[node] == NO_RESOURCE:
             continue
@@ -116,8 +117,12 @@ def _edges(graph: SimGraph) -> list[tuple[int, int, str]]:
             if resource[pred] == NO_RESOURCE:
                 todo += preds[start[pred] : start[pred + 1]]
                 continue
-            same = resource[pred] == resource[node]
-            kind = edge_kind(keys[resource[pred]], keys[resource[node]], same)
+            slots = (resource[pred], resource[node])
+            kind = kinds.get(slots, "")
+            if kind == "":
+                kind = kinds[slots] = edge_kind(
+                    keys[slots[0]], keys[slots[1]], slots[0] == slots[1]
+                )
             if kind is not None:
                 out.append((pred, node, kind))
     return out
