@@ -24,10 +24,7 @@ ids, temporary paths, which gloo worker ran which collective).
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
-import shutil
-import socket
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -36,27 +33,20 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F  # noqa: N812
+
+# the fixtures' recorder, beside this file: its reproducible gzip, free port and torch version
+from record_fixtures import EXPECTED_TORCH, free_loopback_port, gzip_json
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.profiler import ProfilerActivity, profile, schedule
 
 HERE = Path(__file__).resolve().parent
-EXPECTED_TORCH = "2.13.0"
 SHAPES_SCHEDULE = {"wait": 1, "warmup": 1, "active": 3, "repeat": 1}
 NOSHAPES_SCHEDULE = {"wait": 1, "warmup": 1, "active": 2, "repeat": 1}
 GLOO_SCHEDULE = {"wait": 1, "warmup": 1, "active": 2, "repeat": 1}
 GLOO_WORLD_SIZE = 2
 LAYERS = (16, 32, 32, 4)
 BATCH = 8
-
-
-def gzip_json(src: Path, dst: Path) -> None:
-    """Compress ``src`` into ``dst`` byte for byte, with a reproducible gzip header."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    with src.open("rb") as fin, dst.open("wb") as raw:
-        fout = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9)
-        with fout:
-            shutil.copyfileobj(fin, fout)
 
 
 def run_profiled(
@@ -111,13 +101,6 @@ def record_single(out_dir: Path) -> None:
         model = mlp()
         step = train_step_fn(model, torch.optim.Adam(model.parameters(), lr=1e-3), 1)
         run_profiled(step, sched, shapes, out_dir / "single" / f"{name}.kineto.json.gz")
-
-
-def free_loopback_port() -> int:
-    """Ask the kernel for a free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def gloo_worker(rank: int, world: int, port: int, out_dir: str) -> None:
