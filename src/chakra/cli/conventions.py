@@ -99,6 +99,17 @@ def add_rank_trace_options(
     )
 
 
+def check_rank_trace_kinds(host_trace: Any, device_trace: Any, tool: str) -> None:
+    """Refuse (one line naming what the file is) a ``--device-trace`` that is not a Kineto
+    trace, or a ``--host-trace``, when given, that is not a host ET or ET+."""
+    from chakra.ingest.detect import TraceKind, require_kind
+
+    require_kind(device_trace, (TraceKind.KINETO,), tool, "a Kineto trace as --device-trace")
+    if host_trace is not None:
+        require_kind(host_trace, (TraceKind.HOST_ET, TraceKind.ET_PLUS), tool,
+                     "a host execution trace as --host-trace")  # fmt: skip
+
+
 def add_profiler_step_option(container: OptionContainer) -> None:
     """``--profiler-step N|last|all``: which ``ProfilerStep#N`` to link."""
     container.add_argument(

@@ -14,6 +14,7 @@ from chakra.cli.conventions import (
     ToolArgumentParser,
     add_profiler_step_option,
     add_rank_trace_options,
+    check_rank_trace_kinds,
 )
 from chakra.cli.runner import add_log_level_option, run_tool
 from chakra.errors import ChakraError, UsageError
@@ -249,7 +250,6 @@ def _add_execution_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _ranks(args: argparse.Namespace) -> list[RankFiles]:
-    from chakra.ingest.detect import TraceKind, require_kind
     from chakra.pipeline import RankFiles, ranks_in_folder
     from chakra.pipeline.inputs import ranks_in_folders
 
@@ -264,19 +264,7 @@ def _ranks(args: argparse.Namespace) -> list[RankFiles]:
             "give --device-trace (and --host-trace, if there is one), or --trace-dir, or "
             "--device-dir (and --host-dir)"
         )
-    if args.host_trace is not None:
-        require_kind(
-            args.host_trace,
-            (TraceKind.HOST_ET, TraceKind.ET_PLUS),
-            "chakra_pipeline",
-            "a host execution trace as --host-trace",
-        )
-    require_kind(
-        args.device_trace,
-        (TraceKind.KINETO,),
-        "chakra_pipeline",
-        "a Kineto trace as --device-trace",
-    )
+    check_rank_trace_kinds(args.host_trace, args.device_trace, "chakra_pipeline")
     return [RankFiles(0, args.host_trace, args.device_trace)]
 
 

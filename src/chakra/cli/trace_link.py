@@ -20,6 +20,7 @@ from chakra.cli.conventions import (
     ToolArgumentParser,
     add_profiler_step_option,
     add_rank_trace_options,
+    check_rank_trace_kinds,
 )
 from chakra.cli.outputs import new_folder, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
@@ -148,23 +149,10 @@ def _link_one(args: argparse.Namespace) -> None:
     if missing:
         raise UsageError(f"missing {', '.join(missing)} (or use --device-dir)")
     from chakra.fileio import AtomicGroup
-    from chakra.ingest.detect import TraceKind, require_kind
     from chakra.link.batch import link_files
     from chakra.link.report import render_table, write_report
 
-    require_kind(
-        args.device_trace,
-        (TraceKind.KINETO,),
-        "chakra_trace_link",
-        "a Kineto trace as --device-trace",
-    )
-    if args.host_trace is not None:
-        require_kind(
-            args.host_trace,
-            (TraceKind.HOST_ET, TraceKind.ET_PLUS),
-            "chakra_trace_link",
-            "a host execution trace as --host-trace",
-        )
+    check_rank_trace_kinds(args.host_trace, args.device_trace, "chakra_trace_link")
     inputs = [path for path in (args.host_trace, args.device_trace) if path is not None]
     prepare_outputs([args.output_file, args.report], inputs)
     options, coverage = _options(args)
