@@ -20,7 +20,7 @@ dependencies between host ops beyond nesting and thread order (:data:`LOST`).
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from typing import Optional, Union
 
@@ -123,7 +123,7 @@ def _enqueuing_ops(events: list[KinetoEvent]) -> tuple[dict[int, KinetoEvent], i
     ``c10d::`` op of that kind (the first that started before it and is not taken)."""
     callers = [e for e in events if e.name.startswith(C10D)]
     by_rf = {e.args.rf_id: e for e in callers if e.args.rf_id}
-    queues: dict[str, list[KinetoEvent]] = defaultdict(list)
+    queues: dict[str, deque[KinetoEvent]] = defaultdict(deque)
     for caller in callers:  # in start order
         queues[_collective_kind(caller.name)].append(caller)
     taken: set[int] = set()
@@ -135,7 +135,7 @@ def _enqueuing_ops(events: list[KinetoEvent]) -> tuple[dict[int, KinetoEvent], i
         if not event.args.rf_id:
             queue = queues[_collective_kind(event.name)]
             while queue and id(queue[0]) in taken:
-                queue.pop(0)
+                queue.popleft()
             if queue and _order_key(queue[0]) <= _order_key(event):
                 caller, by_order = queue[0], by_order + 1
         if caller is not None and caller.tid != event.tid and id(caller) not in taken:
