@@ -69,9 +69,21 @@ def fold_rank(
             waited[comm_id].add(done)
     cuts = {_us(first), _us(last), *arrival.values(), *(p for s in waited.values() for p in s)}
     points = sorted(cuts)
-    pieces = [(a, b) for a, b in zip(points, points[1:])
-              if not any(lo <= a and b <= hi for lo, hi in blocked.values())]  # fmt: skip
+    pieces = _outside(points, sorted(blocked.values()))
     return _chain(pieces, comms, arrival, waited)
+
+
+def _outside(points: list[int], intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The pieces between consecutive ``points`` that no interval of ``intervals`` (sorted)
+    holds whole: one sweep, the furthest end among the intervals begun so far."""
+    pieces, k, reach = [], 0, None
+    for begin, end in zip(points, points[1:]):
+        while k < len(intervals) and intervals[k][0] <= begin:
+            reach = max(intervals[k][1], reach if reach is not None else intervals[k][1])
+            k += 1
+        if reach is None or reach < end:
+            pieces.append((begin, end))
+    return pieces
 
 
 def _us(value: float) -> int:
