@@ -37,14 +37,22 @@ def _contents(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
+def _reference(
+    factory: pytest.TempPathFactory, name: str, options: SynthOptions
+) -> tuple[Path, dict[str, bytes]]:
+    """A synthetic job's traces and the outputs of a run never interrupted."""
+    traces = factory.mktemp(name)
+    generate_job(options, traces)
+    out = factory.mktemp(f"{name}-reference") / "out"
+    run_pipeline(ranks_in_folder(traces), out, plot=False)
+    return traces, _contents(out)
+
+
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
     """A 2-rank synthetic job and the outputs of a run never interrupted."""
-    traces = tmp_path_factory.mktemp("traces")
-    generate_job(SynthOptions(seed=7, ranks=2, steps=1, ops_per_step=60), traces)
-    out = tmp_path_factory.mktemp("reference") / "out"
-    run_pipeline(ranks_in_folder(traces), out, plot=False)
-    return traces, _contents(out)
+    return _reference(tmp_path_factory, "traces", SynthOptions(seed=7, ranks=2, steps=1,
+                                                               ops_per_step=60))  # fmt: skip
 
 
 def _raising_at(call: int, real: Callable[..., Any], error: BaseException) -> Callable[..., Any]:
@@ -165,11 +173,8 @@ def test_a_job_that_deadlocks_keeps_its_et_family_and_names_the_step(
 @pytest.fixture(scope="module")
 def three_ranks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
     """A 3-rank synthetic job and the outputs of a run never interrupted."""
-    traces = tmp_path_factory.mktemp("three")
-    generate_job(SynthOptions(seed=8, ranks=3, steps=1, ops_per_step=150), traces)
-    out = tmp_path_factory.mktemp("three-reference") / "out"
-    run_pipeline(ranks_in_folder(traces), out, plot=False)
-    return traces, _contents(out)
+    return _reference(tmp_path_factory, "three", SynthOptions(seed=8, ranks=3, steps=1,
+                                                              ops_per_step=150))  # fmt: skip
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
