@@ -181,7 +181,7 @@ def test_the_analyses_take_ranks_from_the_files_too(job: Path, tmp_path: Path, c
     from chakra.cli.diff import main as chakra_diff
 
     numeric = [str(job / f"workload.{r}.et") for r in range(RANKS)]
-    assert run_files(glob_order(job)).graphs == numeric  # chakra.Analysis(paths) reads these
+    assert run_files(glob_order(job)).graphs == numeric  # what Analysis(paths) reads
     bare = tmp_path / "bare"  # a folder of .et files, no report.json
     bare.mkdir()
     for r in (0, 1, 3):

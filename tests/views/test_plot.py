@@ -134,3 +134,20 @@ def test_the_pipeline_draws_every_rank_of_a_small_job_only() -> None:
                      ranks=[], what_if=[])  # fmt: skip
     assert shown_ranks(job, 16) is None
     assert shown_ranks(job, 64) == (7, 12, 40)
+
+
+def test_a_resource_never_busy_gets_no_band(capsys: pytest.CaptureFixture) -> None:
+    # thread 0 holds only a zero-length root (as the host ET's process root); thread 1
+    # and stream 7 run: utilisation.png and chakra_sim's busy lines leave thread 0 out
+    from chakra.cli.sim import _print_rank
+
+    nodes = [node(1, 0, tid=0), node(2, 10, (1,)), node(3, 30, (2,), stream=7)]
+    result = simulate([build_graph(nodes, 0)], SimOptions(explain=False))
+    (axis,) = utilisation_figure(result).axes
+    assert [t.get_text() for t in axis.get_yticklabels()] == ["thread 1", "stream 7"]
+    (summary,) = rank_results(result)
+    assert "thread 0" in [use.resource for use in summary.resources]  # report.json keeps it
+    _print_rank(summary, "a.et", [], None)
+    printed = capsys.readouterr().out
+    assert "  thread 1 " in printed and "  thread 0 " not in printed
+    assert "(1 never busy, left out: thread 0)" in printed

@@ -304,12 +304,18 @@ def _print_rank(
     if scaled is not None:
         ratio = scaled / result.simulated_makespan_us if result.simulated_makespan_us else 1.0
         print(f"  what-if makespan {scaled:,.0f} us ({ratio:.3f}x the replayed one)")
+    never = [use for use in result.resources if not use.busy_us and not use.unexplained_us]
     for use in result.resources:
+        if use in never:  # e.g. the host ET's zero-length root thread: no row
+            continue
         line = f"  {use.resource:<24} busy {use.busy_us:>12,.0f} us  {use.utilisation:6.1%}"
         if use.unexplained_us > 0:  # [idle] time: not busy, shown apart
             part = use.unexplained_us / result.simulated_makespan_us
             line += f"  unexplained {use.unexplained_us:>10,.0f} us  {part:6.1%}"
         print(line)
+    if never:
+        names = ", ".join(use.resource for use in never)
+        print(f"  ({len(never)} never busy, left out: {names})")
     if critical:
         shown = ", ".join(f"{p.name[:40]} {p.total_us:,.0f} us" for p in critical)
         print(f"  critical path top: {shown}")

@@ -95,14 +95,24 @@ def _measured(graph: SimGraph) -> tuple[np.ndarray, np.ndarray]:
 UNEXPLAINED_COLOR, UNEXPLAINED_HATCH = "0.7", "////"
 
 
+def _used(graph: SimGraph, schedules: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[int]:
+    """The resources to draw, in :func:`display_order`: those some node holds for a while
+    in one of ``schedules`` (a never-busy resource, such as the host ET's zero-length root
+    thread, gets no band)."""
+    resource = np.frombuffer(graph.resource, dtype=np.int64)
+    held: set[int] = set()
+    for starts, ends in schedules:
+        held.update(resource[(starts >= 0) & (ends > starts)].tolist())
+    return [slot for slot in display_order(graph.resources) if slot in held]
+
+
 def _panel(axis: Any, graph: SimGraph, starts: np.ndarray, ends: np.ndarray, origin: float,
-           span: float) -> None:  # fmt: skip
-    """One band per resource (threads first, then streams): its real busy fraction per bin,
-    then its unexplained fraction (grey, hatched) on top of it."""
+           span: float, order: Sequence[int]) -> None:  # fmt: skip
+    """One band per resource of ``order``: its real busy fraction per bin, then its
+    unexplained fraction (grey, hatched) on top of it."""
     resource = np.frombuffer(graph.resource, dtype=np.int64)
     known = starts >= 0
     unexplained = unexplained_nodes(graph)
-    order = display_order(graph.resources)
     centers = (np.arange(BINS) + 0.5) * (span / BINS)
     for row, slot in enumerate(order):
         mine = (resource == slot) & known
@@ -151,14 +161,15 @@ def utilisation_figure(result: SimResult, ranks: Optional[Sequence[int]] = None)
         spans.append(max(lasts, default=0.0) - origins[-1])
     span = max(max(spans), 1e-9)
     drawn = [k for k, graph in enumerate(graphs) if ranks is None or graph.rank in ranks]
-    rows = max(len(graphs[k].resources) for k in drawn) if drawn else 1
+    orders = {k: _used(graphs[k], [schedules[k] for _, schedules in columns]) for k in drawn}
+    rows = max((len(order) for order in orders.values()), default=1)
     figure = figure_type(figsize=(7 * len(columns), (0.35 * rows + 1.2) * max(len(drawn), 1)))
     axes = figure.subplots(max(len(drawn), 1), len(columns), squeeze=False, sharex=True)
     for c, ((title, schedules), origin) in enumerate(zip(columns, origins)):
         for r, k in enumerate(drawn):
             graph, axis = graphs[k], axes[r][c]
             starts, ends = schedules[k]
-            _panel(axis, graph, starts, ends, origin, span)
+            _panel(axis, graph, starts, ends, origin, span, orders[k])
             axis.set_title(f"rank {graph.rank} {title}", fontsize="medium")
             axis.set_xlim(0, span)
         axes[-1][c].set_xlabel(TIME_LABEL)
