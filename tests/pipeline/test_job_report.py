@@ -35,7 +35,7 @@ def run_cli(traces: Path, out: Path) -> str:
 def job(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The 64-rank job's folder, its terminal summary and its report.json (about 5 s)."""
     folder = tmp_path_factory.mktemp("job64")
-    generate_job(SynthOptions(seed=1, ranks=RANKS, steps=1, ops_per_step=20), folder / "traces")
+    generate_job(SynthOptions(seed=1, ranks=RANKS, steps=1, ops_per_step=200), folder / "traces")
     printed = run_cli(folder / "traces", folder / "out")
     return folder / "out", printed, json.loads((folder / "out" / "report.json").read_text())
 

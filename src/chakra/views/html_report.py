@@ -71,10 +71,12 @@ def render_report_html(
              '<a href="#numbers">how numbers are shown</a>']  # fmt: skip
     heading = escape(title or "Chakra pipeline report")
     limited = None if len(ranks) <= ALL_RANKS_UP_TO else LIMITED_ROWS
+    charted = _charted_ranks(doc, len(ranks))
     sections = []
     for r in ranks:
         opened = r["rank"].value == slowest
-        busy_of = by_rank.get(r["rank"].value)
+        busy_of = by_rank.get(r["rank"].value) if charted is None or r["rank"].value in charted \
+            else None  # fmt: skip
         rows = None if opened else limited
         sections.append(rank_section(r, busy_of, span, doc["what_if"], opened, rows))
     body = [f"<h1>{heading}</h1><p class=\"note\">{len(ranks)} ranks: linked, converted and "
@@ -82,7 +84,7 @@ def render_report_html(
             f"<nav>{''.join(links)}</nav>", job_section(doc), rank_comparison(doc),
             _agreement(doc),
             '<section id="rank-details"><h2>Each rank</h2><p class="note">One section per '
-            "rank, the slowest open; open another by its name.</p>"
+            f"rank, the slowest open; open another by its name.{_charts_note(charted)}</p>"
             f'<div class="ranks">{"".join(sections)}</div></section>', _numbers_note()]  # fmt: skip
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -100,6 +102,24 @@ def write_report_html(
     page = render_report_html(report, busy, title)
     with atomic_output(path, text=True, group=group) as out:
         out.write(page)
+
+
+def _charted_ranks(doc: At, rank_count: int) -> Optional[frozenset]:
+    """The ranks whose sections draw busy charts: every rank up to ``ALL_RANKS_UP_TO``
+    (None), else the slowest, median and fastest, as ``utilisation.png`` (two charts of
+    about 7 KB each in every section made a 64-rank page over 2 MB)."""
+    if rank_count <= ALL_RANKS_UP_TO:
+        return None
+    job = doc["job"]
+    return frozenset(job[k].value for k in ("slowest_rank", "median_rank", "fastest_rank"))
+
+
+def _charts_note(charted: Optional[frozenset]) -> str:
+    if charted is None:
+        return ""
+    shown = ", ".join(str(rank) for rank in sorted(charted))
+    return (f" Busy charts are drawn for the slowest, median and fastest ranks ({shown}), as "
+            "in utilisation.png.")  # fmt: skip
 
 
 def _agreement(doc: At) -> str:
