@@ -89,6 +89,41 @@ def test_a_signal_the_interpreter_wrapped_in_another_error_still_ends_the_tool(
     assert stderr.getvalue().splitlines() == [said]
 
 
+def _import_that_says_not_installed(stop: signal.Signals) -> bool:
+    """As numpy's import does (met through matplotlib by chakra_pipeline's plot): the
+    signal becomes an ImportError, which the caller reads as a missing package."""
+    try:
+        try:
+            os.kill(os.getpid(), stop)
+        except BaseException as exc:
+            raise ImportError("numpy: Importing the numpy C-extensions failed") from exc
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("stop", "status", "said"),
+    [
+        (signal.SIGINT, 130, "tool: interrupted"),
+        (signal.SIGTERM, 143, "tool: terminated (SIGTERM)"),
+    ],
+)
+def test_a_signal_caught_as_another_error_and_handled_still_ends_the_tool(
+    stop: signal.Signals, status: int, said: str
+) -> None:
+    finished = []
+
+    def action(_: argparse.Namespace) -> None:
+        finished.append(_import_that_says_not_installed(stop))  # the work goes on
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        assert run_tool(argparse.ArgumentParser(prog="tool"), action, []) == status
+    assert finished == [False]
+    assert stderr.getvalue().splitlines() == [said]
+
+
 def test_an_error_with_no_signal_is_reported_as_itself() -> None:
     def action(_: argparse.Namespace) -> None:
         raise ChakraError("bad input")

@@ -123,8 +123,9 @@ def sigterm_interrupts() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`~chakra.errors.Terminated` in the main thread,
     so it unwinds like Ctrl-C (Python's default for SIGTERM is to die on the spot, leaving
     temporaries), and Ctrl-C raises ``KeyboardInterrupt`` (also when the interpreter
-    swallowed it in a ``__del__`` or weakref callback: raised when the block ends, or
-    wrapped it in another exception: raised instead of that one); after it, both handlers
+    swallowed it in a ``__del__`` or weakref callback, or code caught it as another error
+    and went on: raised when the block ends; or wrapped it in another exception: raised
+    instead of that one); after it, both handlers
     are as before (a console script's early guard, :func:`chakra.cli.launch.install_guard`). Only
     the main thread can set handlers: elsewhere the block runs as is."""
     if threading.current_thread() is not threading.main_thread():
@@ -155,6 +156,9 @@ def sigterm_interrupts() -> Iterator[None]:
         yield
         if swallowed:
             raise swallowed[0]
+        if arrived:  # caught on the way and turned into something handled (numpy's import
+            # makes it an ImportError: the pipeline's plot said matplotlib was not installed)
+            raise Terminated() if arrived[0] == signal.SIGTERM else KeyboardInterrupt()
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
