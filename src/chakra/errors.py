@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 PathLike = Union[str, Path]
 
@@ -44,6 +44,34 @@ class InputsFailedError(ChakraError):
     def __init__(self, message: str, errors: Sequence[ChakraError]) -> None:
         super().__init__(message)
         self.errors = list(errors)
+
+    @classmethod
+    def raise_any(cls, failed: Sequence[ChakraError], total: int) -> None:
+        """Nothing when ``failed`` is empty; its one error when it holds one; else an
+        InputsFailedError saying how many of ``total`` inputs failed."""
+        if len(failed) == 1:
+            raise failed[0]
+        if failed:
+            raise cls(f"{len(failed)} of {total} files failed", failed)
+
+
+_Input = TypeVar("_Input")
+_Read = TypeVar("_Read")
+
+
+def read_every_input(inputs: Sequence[_Input], read: Callable[[_Input], _Read]) -> list[_Read]:
+    """``read`` of each input, in order. Each is read even after another failed, so that
+    one run names every bad input: their ChakraErrors are then raised together
+    (:meth:`InputsFailedError.raise_any`)."""
+    results: list[_Read] = []
+    failed: list[ChakraError] = []
+    for item in inputs:
+        try:
+            results.append(read(item))
+        except ChakraError as exc:
+            failed.append(exc)
+    InputsFailedError.raise_any(failed, len(inputs))
+    return results
 
 
 class Terminated(KeyboardInterrupt):

@@ -115,3 +115,13 @@ def test_sim_names_every_wrong_kind_of_file(cli: Runner, traces: Traces, tmp_pat
     assert outcome.status == 1
     assert [line.split(": ")[2] for line in outcome.errors] == [str(traces.kineto), str(again)]
     assert all("this is a Kineto trace; chakra_sim wants" in line for line in outcome.errors)
+
+
+def test_sim_names_every_unreadable_file(cli: Runner, traces: Traces, tmp_path: Path) -> None:
+    garbage, cut = tmp_path / "garbage.1.et", tmp_path / "cut.2.et"
+    garbage.write_bytes(b"garbage\n")
+    cut.write_bytes(traces.et.read_bytes()[:20])
+    outcome = cli("sim", garbage, traces.et, cut)
+    assert outcome.status == 1
+    assert [line.split(": ")[2] for line in outcome.errors] == [str(garbage), str(cut)]
+    assert all("file ends inside a message" in line for line in outcome.errors), outcome.errors

@@ -15,7 +15,13 @@ from importlib import import_module
 from types import FrameType
 from typing import Any, Callable, Optional, TextIO
 
-from chakra.errors import ChakraError, InputsFailedError, Terminated, UsageError
+from chakra.errors import (
+    ChakraError,
+    InputsFailedError,
+    Terminated,
+    UsageError,
+    read_every_input,
+)
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -106,16 +112,7 @@ def run_tool(
 def each_input(paths: Sequence[str], check: Callable[[str], None]) -> None:
     """Run ``check`` on every path; raise :class:`~chakra.errors.InputsFailedError` with
     each path's error (one line each) when any failed, so that one run names them all."""
-    failed: list[ChakraError] = []
-    for path in paths:
-        try:
-            check(path)
-        except ChakraError as exc:
-            failed.append(exc)
-    if len(failed) == 1:
-        raise failed[0]
-    if failed:
-        raise InputsFailedError(f"{len(failed)} of {len(paths)} files failed", failed)
+    read_every_input(paths, check)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import msgspec
 
-from chakra.errors import ChakraError, PathLike
+from chakra.errors import ChakraError, PathLike, read_every_input
 from chakra.et import EtReader, EtWriter, NodeType, get_attr, set_attr
 from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.ranks.agree import P2P, Agreement, CommRecord, Fill, agree
@@ -81,7 +81,7 @@ def comm_records(path: PathLike) -> list[CommRecord]:
 def agree_files(paths: Sequence[PathLike]) -> Agreement:
     """:func:`agree` over the files (rank = position: give them in rank order,
     :func:`chakra.simulate.rank_order.files_in_rank_order`), logging what it filled and found."""
-    agreement = agree([comm_records(p) for p in paths])
+    agreement = agree(read_every_input(paths, comm_records))
     log(agreement)
     return agreement
 
@@ -169,19 +169,21 @@ def load_agreed(
     load = load_options(load, serialize_gpu)
     paths = files_in_rank_order(paths)
     kinds = {sniff_kind(p) for p in paths}
+    ranked = list(enumerate(paths))
     if len(paths) < 2 or kinds != {TraceKind.CHAKRA_ET}:
-        return [load_graph(p, rank, options=load) for rank, p in enumerate(paths)]
+        return read_every_input(ranked, lambda item: load_graph(item[1], item[0], options=load))
     agreement = agree_files(paths)
-    graphs = []
-    for rank, path in enumerate(paths):
+
+    def read(item: tuple[int, str]) -> SimGraph:
+        rank, path = item
         fills = agreement.fills.get(rank)
         if not fills:
-            graphs.append(load_graph(path, rank, options=load))
-            continue
+            return load_graph(path, rank, options=load)
         with EtReader(path) as reader:
             try:
                 graph = build_graph(patched(reader, fills), rank, options=load, source=str(path))
             except SimulationError as exc:
                 raise SimulationError(f"{path}: {exc}") from exc
-            graphs.append(msgspec.structs.replace(graph, source=str(path)))
-    return graphs
+            return msgspec.structs.replace(graph, source=str(path))
+
+    return read_every_input(ranked, read)

@@ -18,7 +18,7 @@ from typing import Optional
 
 import msgspec
 
-from chakra.errors import ChakraError, PathLike, RankOrderError
+from chakra.errors import ChakraError, PathLike, RankOrderError, read_every_input
 from chakra.et import EtReader, get_int_attr
 from chakra.ingest.detect import TraceKind, sniff_kind
 
@@ -132,5 +132,5 @@ def _require_zero_to_n(ordered: Sequence[RankedFile]) -> None:
 
 def files_in_rank_order(paths: Sequence[PathLike]) -> list[str]:
     """``paths`` in rank order, as :func:`rank_order` says (the ranks read from each
-    file's name and metadata)."""
-    return [file.path for file in rank_order([ranked_file(p) for p in paths])]
+    file's name and metadata; every unreadable file is named, not only the first)."""
+    return [file.path for file in rank_order(read_every_input(paths, ranked_file))]

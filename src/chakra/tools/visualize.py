@@ -56,7 +56,7 @@ RENDERED_FORMATS = ("pdf", "svg", "png")
 FOLD_READ_FACTOR = 100
 INSTALL_HINT = "install Graphviz (`apt-get install graphviz`), or write .dot or .graphml instead"
 WINDOW_HINT = (
-    "draw a window: --nodes A-B, --around NODE --depth K, --name-filter REGEX,"
+    "draw a window: --nodes A-B, --around NODE --depth K, --name-filter PATTERN (shell pattern),"
     " --collapse-gpu (GPU runs as one node each), or raise --max-nodes"
 )
 
