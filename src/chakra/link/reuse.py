@@ -146,11 +146,7 @@ def say_reused(reused: Sequence[int], proofs: Sequence[Proof], output_dir: Path)
         return
     shown = ", ".join(str(rank) for rank in reused[:RANKS_SHOWN])
     more = f" and {len(reused) - RANKS_SHOWN} more" if len(reused) > RANKS_SHOWN else ""
-    which = f": {shown}{more}" if reused else ""
-    logger.info(
-        "reusing %d of %d ranks (ET+ proven by their manifests in %s%s)",
-        len(reused),
-        len(proofs),
-        output_dir,
-        which,
-    )
+    which = f"ET+ proven by their manifests in {output_dir}: {shown}{more}"
+    if not reused:
+        which = f"no manifest in {output_dir} proves its ET+"
+    logger.info("reusing %d of %d ranks (%s)", len(reused), len(proofs), which)
