@@ -48,7 +48,12 @@ def test_an_interrupted_serial_batch_keeps_the_ranks_linked_before(
     with caplog.at_level(logging.INFO), pytest.raises(KeyboardInterrupt):
         link_ranks(_pairs(traces), tmp_path, LinkOptions(), Coverage(), 1)
     kept = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
-    assert sorted(kept) == ["rank0.et_plus.json", "rank1.et_plus.json"]
+    assert sorted(kept) == [
+        ".rank0.et_plus.manifest.json",  # each kept ET+ with its manifest (for the rerun)
+        ".rank1.et_plus.manifest.json",
+        "rank0.et_plus.json",
+        "rank1.et_plus.json",
+    ]
     assert all(kept[name] == reference[name] for name in kept)
     assert f"interrupted: kept the ranks linked before, in {tmp_path}: 0, 1" in caplog.messages
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 
 import msgspec
 
@@ -60,3 +61,19 @@ def file_digest(given: Location) -> FileDigest:
     except OSError as exc:
         raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from exc
     return FileDigest(str(path), size, digest.hexdigest())
+
+
+def named_digest(given: Location, label: str) -> FileDigest:
+    """:func:`file_digest` of ``given``, its file named ``label`` (a name that does not
+    depend on where the file is, so that a record of it moves with its folder)."""
+    return msgspec.structs.replace(file_digest(given), path=label)
+
+
+def same_files(recorded: Sequence[FileDigest], current: Sequence[Location]) -> bool:
+    """Whether the files ``current`` hold the ``recorded`` bytes, one for one: every size
+    first (cheap), then the digests; raises FileAccessError if one cannot be read."""
+    if len(recorded) != len(current):
+        return False
+    if any(file_size(path) != record.size for path, record in zip(current, recorded)):
+        return False
+    return all(file_digest(path).same_content(r) for path, r in zip(current, recorded))

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from concurrent.futures import Future, as_completed
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import msgspec
 
@@ -28,6 +28,7 @@ from chakra.link.et_plus import write_et_plus
 from chakra.link.linked_trace import LinkOptions, LinkReport, RankResult
 from chakra.link.linker import link_traces
 from chakra.link.report import check_coverage, missing_parts
+from chakra.link.reuse import digest_inputs, reusable_result, say_reused, write_manifest
 from chakra.workers import process_pool
 
 logger = logging.getLogger(__name__)
@@ -244,13 +245,15 @@ def pair_ranks(
 
 class _RankJob(msgspec.Struct, frozen=True):
     """What a worker needs to link one rank of a batch; ``owner`` is the process that
-    commits every rank's file."""
+    commits every rank's file; ``settings``: the options that change the output, as
+    recorded in its manifest (:mod:`chakra.link.reuse`)."""
 
     pair: RankPair
     output: Path
     options: LinkOptions
     coverage: Coverage
     owner: int
+    settings: Any
 
 
 class _RankOutcome(msgspec.Struct, frozen=True):
@@ -265,10 +268,15 @@ def _run_one(job: _RankJob) -> _RankOutcome:
     group = AtomicGroup(job.owner)
     pair = job.pair
     try:
+        inputs = digest_inputs(pair.inputs)  # before reading them
         report = link_files(
             pair.host, pair.device, job.output, job.options, job.coverage, group=group
         )
-        return _RankOutcome(RankResult(pair.rank, report=report), tuple(group.hand_over()))
+        finished = group.hand_over()
+        group.adopt(finished)  # still the group's: discarded with it if stopped now
+        write_manifest(group, finished, job.output, pair.rank, job.settings, inputs, report)
+        pending = tuple(group.hand_over())  # the manifest last: moved into place after
+        return _RankOutcome(RankResult(pair.rank, report=report), pending)
     except ChakraError as exc:
         group.discard()
         return _RankOutcome(RankResult(pair.rank, error=str(exc)))
@@ -291,17 +299,28 @@ def link_ranks(
     together, when every rank succeeded, or not at all (a failed rank leaves none). With a
     ``group`` the files join it, for its owner to commit with others (a failed rank
     discards the whole group). Interrupted (Ctrl-C, SIGTERM), the ranks linked before stay,
-    each file whole (:func:`_keep_linked`); the group's other files do not."""
+    each file whole (:func:`_keep_linked`); the group's other files do not. Each ET+ has a
+    manifest beside it; a rank whose ET+ it proves is reused, not linked again
+    (:mod:`chakra.link.reuse`)."""
     owner = os.getpid()
+    settings = msgspec.to_builtins({"link": options, "strict": coverage, "suffix": suffix})
     jobs = [
-        _RankJob(pair, output_dir / f"rank{pair.rank}.et_plus{suffix}", options, coverage, owner)
+        _RankJob(
+            pair,
+            output_dir / f"rank{pair.rank}.et_plus{suffix}",
+            options,
+            coverage,
+            owner,
+            settings,
+        )
         for pair in pairs
     ]
     own = group is None
     group = AtomicGroup() if group is None else group
-    outcomes: list[_RankOutcome] = []
+    outcomes = _reused(jobs, output_dir)
+    proven = {outcome.result.rank for outcome in outcomes}
     try:
-        _link_all(jobs, workers, outcomes)
+        _link_all([job for job in jobs if job.pair.rank not in proven], workers, outcomes)
         for outcome in outcomes:
             group.adopt(outcome.pending)
     except BaseException as exc:
@@ -313,13 +332,24 @@ def link_ranks(
         group.discard()
     elif own:
         group.commit()
-    return [outcome.result for outcome in outcomes]
+    return sorted((outcome.result for outcome in outcomes), key=lambda result: result.rank)
+
+
+def _reused(jobs: list[_RankJob], output_dir: Path) -> list[_RankOutcome]:
+    """The ranks whose ET+ an earlier batch into ``output_dir`` proved (their results as
+    stored, nothing to move); one INFO line says how many."""
+    proofs = [
+        reusable_result(job.output, job.pair.rank, job.pair.inputs, job.settings) for job in jobs
+    ]
+    reused = [_RankOutcome(proof.result) for proof in proofs if proof.result is not None]
+    say_reused([outcome.result.rank for outcome in reused], proofs, output_dir)
+    return reused
 
 
 def _link_all(jobs: list[_RankJob], workers: int, outcomes: list[_RankOutcome]) -> None:
     """Link every job into ``outcomes`` (in the order of ``jobs``); when interrupted,
     ``outcomes`` holds those finished by then."""
-    if workers <= 1:
+    if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
             outcomes.append(_run_one(job))
         return

@@ -37,7 +37,7 @@ import msgspec
 import chakra
 from chakra.errors import ChakraError
 from chakra.fileio import atomic_output, read_input
-from chakra.fileio.digest import FileDigest, file_digest, file_size
+from chakra.fileio.digest import FileDigest, named_digest, same_files
 from chakra.fileio.location import Location, join, missing, name_of
 from chakra.pipeline.fresh import FinishedWork
 from chakra.pipeline.option_values import ET_PREFIX
@@ -82,17 +82,12 @@ def rank_outputs(
 def digest_inputs(inputs: tuple[Location, ...], labels: tuple[str, ...]) -> tuple[FileDigest, ...]:
     """The inputs' digests, to take before reading them for :func:`write_rank_report`, each
     named by its label (:func:`chakra.pipeline.naming.input_labels`)."""
-    return tuple(_named(file_digest(path), label) for path, label in zip(inputs, labels))
-
-
-def _named(digest: FileDigest, label: str) -> FileDigest:
-    """``digest`` naming its file ``label``."""
-    return msgspec.structs.replace(digest, path=label)
+    return tuple(named_digest(path, label) for path, label in zip(inputs, labels))
 
 
 def _output_digest(output: Location) -> FileDigest:
     """The digest of a file of the output folder, named by its name."""
-    return _named(file_digest(output), name_of(output))
+    return named_digest(output, name_of(output))
 
 
 def write_rank_report(
@@ -139,16 +134,6 @@ def _load(report: Location) -> Optional[Manifest]:
         return None
 
 
-def _same_files(recorded: tuple[FileDigest, ...], current: tuple[Location, ...]) -> bool:
-    """Whether the files ``current`` hold the ``recorded`` bytes: every size first (cheap),
-    then the digests."""
-    if len(recorded) != len(current):
-        return False
-    if any(file_size(path) != record.size for path, record in zip(current, recorded)):
-        return False
-    return all(file_digest(path).same_content(r) for path, r in zip(current, recorded))
-
-
 def check_rank(
     folder: Location,
     rank: int,
@@ -169,11 +154,11 @@ def check_rank(
         return Verdict(None, f"made by chakra {manifest.chakra_version}, this is {VERSION}")
     if manifest.options != msgspec.to_builtins(options) or manifest.entry.get("rank") != rank:
         return Verdict(None, "options differ")
-    if not _same_files(manifest.inputs, inputs):
+    if not same_files(manifest.inputs, inputs):
         return Verdict(None, "inputs changed")
     if absent:
         return Verdict(None, "outputs missing")
-    if not _same_files(manifest.outputs, (et_plus, et)):
+    if not same_files(manifest.outputs, (et_plus, et)):
         return Verdict(None, "outputs modified")
     entry = dict(manifest.entry)
     entry["et_plus"], entry["et"] = name_of(et_plus), name_of(et)
