@@ -25,6 +25,7 @@ logger = logging.getLogger("chakra.simulate.trace")
 #: ``[delay]`` (launch latency, a thread waking up; no resource) and an ``[idle]`` gap on a
 #: thread.
 DELAY, IDLE = "[delay]", "[idle]"
+_UNEXPLAINED = frozenset((DELAY, IDLE))
 #: Node classes ``--scale`` understands besides names and name patterns. The first four
 #: are op classes and leave ``[delay]`` and ``[idle]`` nodes alone; ``delay`` and ``idle``
 #: are those nodes.
@@ -34,7 +35,7 @@ CLASSES = ("compute", "comm", "cpu", "gpu", "delay", "idle")
 def unexplained_nodes(graph: SimGraph) -> np.ndarray:
     """Boolean mask of the ``[delay]`` and ``[idle]`` nodes, found by name."""
     names = graph.names
-    return np.fromiter((name in (DELAY, IDLE) for name in names), bool, len(names))
+    return np.fromiter(map(_UNEXPLAINED.__contains__, names), bool, len(names))
 
 
 class ScaleRule(msgspec.Struct, frozen=True):
@@ -139,14 +140,20 @@ def scaled_graphs(
     return out, counts
 
 
-def model_only(result: SimResult) -> SimResult:
+def model_only(result: SimResult, masks: Optional[Sequence[np.ndarray]] = None) -> SimResult:
     """A second run of ``result``'s graphs (copies) with every ``[delay]`` and ``[idle]``
     node taking no time: the makespan the graph's own ops and dependencies explain. Same
-    network model and take order (it does not depend on durations); costs one more run."""
+    network model and take order (it does not depend on durations); costs one more run,
+    except when no rank has such a node: the run would be ``result``'s, which is returned.
+    ``masks``: each rank's :func:`unexplained_nodes`, when the caller has them."""
+    if masks is None:
+        masks = [unexplained_nodes(graph) for graph in result.graphs]
+    if not any(mask.any() for mask in masks):
+        return result
     graphs = []
-    for graph in result.graphs:
+    for graph, mask in zip(result.graphs, masks):
         durations = np.frombuffer(graph.duration_us, dtype=np.float64).copy()
-        durations[unexplained_nodes(graph)] = 0.0
+        durations[mask] = 0.0
         graphs.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
     return rerun(result, graphs, "model only")
 
