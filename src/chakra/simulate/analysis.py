@@ -162,7 +162,8 @@ def critical_chain(result: SimResult, rank: int = 0) -> list[int]:
     """Node positions on the chain of binding constraints that ends at the last node to
     finish, last first. At each step the binding predecessor is the dependency (first in
     ``data_deps`` order) or else the resource's previous node whose end equals this node's
-    start. Array sorts, then one step per chain node."""
+    start. Array sorts and each node's binding predecessor found for all nodes at once,
+    then one step per chain node."""
     graph, start, end = result.graphs[rank], result.start[rank], result.end[rank]
     count = len(graph.ids)
     if not count:
@@ -175,22 +176,32 @@ def critical_chain(result: SimResult, rank: int = 0) -> list[int]:
     previous = np.full(count, -1, dtype=np.int64)
     same = resource[order[1:]] == resource[order[:-1]]
     previous[order[1:][same]] = order[:-1][same]
-    preds, pred_start = graph.preds, graph.pred_start
+    binding = _binding_dependency(graph, starts, ends)
+    before = ends[np.maximum(previous, 0)]
+    on_resource = (previous >= 0) & (np.abs(before - starts) < 1e-9)
+    binding = np.where(binding >= 0, binding, np.where(on_resource, previous, -1)).tolist()
     node, chain, seen = int(np.argmax(ends)), [], set()
     while node >= 0 and node not in seen:
         seen.add(node)
         chain.append(node)
-        begins, binding = start[node], -1
-        for k in range(pred_start[node], pred_start[node + 1]):
-            if abs(end[preds[k]] - begins) < 1e-9:
-                binding = preds[k]
-                break
-        else:
-            candidate = int(previous[node])
-            if candidate >= 0 and abs(end[candidate] - begins) < 1e-9:
-                binding = candidate
-        node = binding
+        node = binding[node]
     return chain
+
+
+def _binding_dependency(graph: SimGraph, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Each node's first dependency (``preds`` order) that ends when it starts (within
+    1e-9 µs), -1 for none."""
+    count = len(graph.ids)
+    preds = np.asarray(graph.preds, dtype=np.int64)
+    pred_start = np.asarray(graph.pred_start, dtype=np.int64)
+    owners = np.repeat(np.arange(count, dtype=np.int64), np.diff(pred_start))
+    hits = np.flatnonzero(np.abs(ends[preds] - starts[owners]) < 1e-9)
+    first = np.full(count, -1, dtype=np.int64)
+    if hits.size:
+        hit_owners = owners[hits]  # ascending: a node's edges are together, in order
+        leading = np.concatenate(([True], hit_owners[1:] != hit_owners[:-1]))
+        first[hit_owners[leading]] = preds[hits[leading]]
+    return first
 
 
 def critical_path(result: SimResult, rank: int = 0, top: int = 5) -> list[PathEntry]:
