@@ -180,7 +180,20 @@ def critical_chain(result: SimResult, rank: int = 0) -> list[int]:
     before = ends[np.maximum(previous, 0)]
     on_resource = (previous >= 0) & (np.abs(before - starts) < 1e-9)
     binding = np.where(binding >= 0, binding, np.where(on_resource, previous, -1)).tolist()
-    node, chain, seen = int(np.argmax(ends)), [], set()
+    return _follow(binding, int(np.argmax(ends)))
+
+
+def _follow(binding: list[int], first: int) -> list[int]:
+    """``first``, ``binding[first]``, ... up to a -1 or a node met before (not repeated).
+    A chain without a loop takes at most one step per node: the walk keeps a set of the
+    nodes met only when it goes on longer than that."""
+    chain, node, limit = [], first, len(binding)
+    while node >= 0 and len(chain) <= limit:
+        chain.append(node)
+        node = binding[node]
+    if len(chain) <= limit:
+        return chain
+    chain, node, seen = [], first, set()
     while node >= 0 and node not in seen:
         seen.add(node)
         chain.append(node)
@@ -206,10 +219,16 @@ def _binding_dependency(graph: SimGraph, starts: np.ndarray, ends: np.ndarray) -
 
 def critical_path(result: SimResult, rank: int = 0, top: int = 5) -> list[PathEntry]:
     """Names on :func:`critical_chain` with their summed durations, largest first."""
-    start, end, names = result.start[rank], result.end[rank], result.graphs[rank].names
-    totals: Counter[str] = Counter()
-    for node in critical_chain(result, rank):
-        totals[names[node]] += end[node] - start[node]
+    names = result.graphs[rank].names
+    chain = critical_chain(result, rank)
+    starts = np.frombuffer(result.start[rank], dtype=np.float64)
+    ends = np.frombuffer(result.end[rank], dtype=np.float64)
+    codes: dict[str, int] = {}  # in first appearance along the chain, as a Counter's keys
+    numbered = [codes.setdefault(names[node], len(codes)) for node in chain]
+    # summed in chain order, as adding each node's time to a Counter would
+    spans = ends[chain] - starts[chain]
+    sums = np.bincount(np.asarray(numbered, dtype=np.int64), spans, minlength=len(codes))
+    totals = Counter(dict(zip(codes, sums.astype(np.float64).tolist())))
     return [PathEntry(name, total) for name, total in totals.most_common(top)]
 
 

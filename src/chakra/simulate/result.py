@@ -16,10 +16,15 @@ __all__ = ["RankResult", "ResourceUse", "rank_results"]
 
 
 def _measured(graph: SimGraph) -> Optional[float]:
-    starts = [(s, graph.duration_us[i]) for i, s in enumerate(graph.measured_start_us) if s >= 0]
-    if not starts:
+    """The span of the measured times: the latest measured start plus its node's duration,
+    less the earliest measured start (None when no node has one)."""
+    measured = np.frombuffer(graph.measured_start_us, dtype=np.float64)
+    known = measured >= 0
+    if not known.any():
         return None
-    return max(s + d for s, d in starts) - min(s for s, _ in starts)
+    starts = measured[known]
+    ends = starts + np.frombuffer(graph.duration_us, dtype=np.float64)[known]
+    return float(ends.max()) - float(starts.min())
 
 
 def _makespan(result: SimResult, rank: int) -> float:
