@@ -10,6 +10,7 @@ import logging
 import os
 import pickle
 import shutil
+from array import array
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -193,7 +194,11 @@ def test_other_load_options_miss(
     assert reads.count == 2
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "another_key", "pickle"])
+DAMAGES = ["truncated", "garbage", "empty", "another_key", "pickle", "names_out_of_range",
+           "names_of_another_kind"]  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_bad_entry_is_ignored_and_replaced(
     job: list[Path], reads: CountedReads, graph_cache_dir: Path, tmp_path: Path,
     damage: str, caplog: Any,
@@ -215,6 +220,8 @@ def test_a_bad_entry_is_ignored_and_replaced(
         "empty": b"",
         "another_key": another_key,
         "pickle": pickle.dumps(_Tamper(str(marker))),
+        "names_out_of_range": _with_codes(good, 10**6),
+        "names_of_another_kind": _with_codes(good, 0, "d"),
     }[damage]
     entry.write_bytes(damaged)
     with caplog.at_level(logging.DEBUG, logger="chakra.simulate.graph_cache"):
@@ -226,6 +233,15 @@ def test_a_bad_entry_is_ignored_and_replaced(
     assert "graph cache: ignoring" in caplog.text
     load_graph(job[1], 1)
     assert reads.count == 3
+
+
+def _with_codes(entry: bytes, code: int, typecode: str = "q") -> bytes:
+    """``entry`` (its key kept) with every node's name code ``code``: it decodes, but its
+    names are not in its table."""
+    fields = msgspec.msgpack.decode(entry)
+    count = len(fields[3][1]) // 8
+    fields[3] = [typecode, array(typecode, [code] * count).tobytes()]
+    return msgspec.msgpack.encode(fields)
 
 
 class _Tamper:

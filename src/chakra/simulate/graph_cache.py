@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import msgspec
+import numpy as np
 
 import chakra
 from chakra.errors import PathLike
@@ -49,12 +50,15 @@ _OFF = "off"
 
 class _Entry(msgspec.Struct, array_like=True):
     """One stored graph: the full key it was stored under, the graph without its
-    ``comm`` and ``source``, and its communication keys split by their exact type (a
-    :class:`P2PKey` would otherwise decode as a plain :class:`CommKey`), with the order
-    of ``comm``'s node indices."""
+    ``names``, ``comm`` and ``source``; its names as a table of the distinct ones and each
+    node's index in it (fewer strings to decode and to hold); its communication keys split
+    by their exact type (a :class:`P2PKey` would otherwise decode as a plain
+    :class:`CommKey`), with the order of ``comm``'s node indices."""
 
     key: str
     graph: SimGraph
+    name_table: list[str]
+    name_codes: array
     collectives: dict[int, CommKey]
     pairs: dict[int, P2PKey]
     comm_order: list[int]
@@ -153,14 +157,33 @@ def _read_entry(entry_path: Path, key: str) -> Optional[SimGraph]:
     if entry.key != key:
         logger.debug("graph cache: ignoring %s, stored for another key", entry_path)
         return None
+    graph = _graph_of(entry)
+    if graph is None:
+        logger.debug("graph cache: ignoring %s, whose columns disagree", entry_path)
+        return None
     with contextlib.suppress(OSError):
         os.utime(entry_path)  # its last use, for the size bound
+    return graph
+
+
+def _graph_of(entry: _Entry) -> Optional[SimGraph]:
+    """The graph ``entry`` holds; None when its parts do not fit together."""
+    graph, count = entry.graph, len(entry.name_codes)
     keys = {**entry.collectives, **entry.pairs}
-    if sorted(keys) != sorted(entry.comm_order):
-        logger.debug("graph cache: ignoring %s, whose communication keys disagree", entry_path)
+    columns = (graph.ids, graph.duration_us, graph.resource, graph.measured_start_us)
+    if any(len(column) != count for column in columns) or sorted(keys) != sorted(entry.comm_order):
         return None
+    if len(graph.pred_start) != count + 1 or len(graph.succ_start) != count + 1:
+        return None
+    table, codes = entry.name_table, entry.name_codes
+    if codes.typecode != "q":
+        return None
+    numbers = np.frombuffer(codes, dtype=np.int64)
+    if count and (numbers.min() < 0 or numbers.max() >= len(table)):
+        return None
+    names = list(map(table.__getitem__, entry.name_codes))
     comm = {index: keys[index] for index in entry.comm_order}
-    return msgspec.structs.replace(entry.graph, comm=comm)
+    return msgspec.structs.replace(graph, names=names, comm=comm)
 
 
 def _entry(key: str, graph: SimGraph) -> Optional[_Entry]:
@@ -174,8 +197,10 @@ def _entry(key: str, graph: SimGraph) -> Optional[_Entry]:
             pairs[index] = comm_key
         else:
             return None
-    bare = msgspec.structs.replace(graph, comm={}, source="")
-    return _Entry(key, bare, collectives, pairs, list(graph.comm))
+    numbers: dict[str, int] = {}
+    codes = array("q", [numbers.setdefault(name, len(numbers)) for name in graph.names])
+    bare = msgspec.structs.replace(graph, names=[], comm={}, source="")
+    return _Entry(key, bare, list(numbers), codes, collectives, pairs, list(graph.comm))
 
 
 def _store(folder: Path, entry_path: Path, key: str, graph: SimGraph) -> None:
