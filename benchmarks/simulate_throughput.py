@@ -11,20 +11,33 @@ each case gives the two build rates, by the clock and per second of the process'
 (steadier on a busy machine).
 
     python benchmarks/simulate_throughput.py [--sizes 10000 100000 1000000] [--ranks 4]
+
+``--cli`` times ``chakra_sim`` as a whole process on one ``.et`` of the last size instead,
+read included, interleaved: this tree with ``--no-cache``, with an empty graph cache (cold:
+it hashes the file and stores the graph), with a filled one (warm), and, with
+``--baseline-python``, another checkout's interpreter (e.g. main's venv); medians and
+spreads (min-max) of ``--repeats`` runs each, wall and CPU, and whether every run printed
+the same.
+
+    python benchmarks/simulate_throughput.py --cli --sizes 1000000 \
+        --baseline-python ../main/.venv/bin/python
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 
 def synthetic_nodes(count: int, seed: int) -> list[Any]:
@@ -96,12 +109,67 @@ def measure(count: int, ranks: int) -> dict:
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # fmt: skip
 
 
+def cli_runs(count: int, repeats: int, baseline: Optional[str]) -> None:
+    """``chakra_sim`` on one file of ``count`` nodes, whole processes, interleaved."""
+    from chakra.et import GlobalMetadata, write_et
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "workload.0.et")
+        write_et(path, GlobalMetadata(version="0.0.4"), synthetic_nodes(count, seed=0))
+        warm, cold = Path(folder, "warm"), Path(folder, "cold")
+        variants = {"no cache": (sys.executable, "off", ["--no-cache"]),
+                    "cold": (sys.executable, str(cold), []),
+                    "warm": (sys.executable, str(warm), [])}  # fmt: skip
+        if baseline:
+            variants["baseline"] = (baseline, "off", [])
+        _sim(sys.executable, str(warm), [str(path)])  # fills the warm cache
+        walls: dict[str, list[float]] = {name: [] for name in variants}
+        cpus: dict[str, list[float]] = {name: [] for name in variants}
+        outputs = set()
+        for _ in range(repeats):
+            for name, (python, cache, extra) in variants.items():
+                shutil.rmtree(cold, ignore_errors=True)
+                wall, cpu, out = _sim(python, cache, [str(path), *extra])
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+                outputs.add(out)
+        size_mib = path.stat().st_size / 2**20
+    print(f"chakra_sim on {count:,} nodes ({size_mib:.0f} MiB), {repeats} interleaved runs each:")
+    first = "baseline" if baseline else "no cache"
+    for label, table in (("wall", walls), ("cpu", cpus)):
+        reference = statistics.median(table[first])
+        for name, values in table.items():
+            median = statistics.median(values)
+            print(f"  {label:<4} {name:<9} median {median:6.2f} s  spread {min(values):6.2f}-"
+                  f"{max(values):6.2f} s  {median / reference:5.2f}x")  # fmt: skip
+    print(f"  outputs identical: {len(outputs) == 1}")
+
+
+def _sim(python: str, cache: str, argv: list[str]) -> tuple[float, float, str]:
+    """One ``chakra_sim`` process: its wall and CPU (user + system) seconds, its output."""
+    env = {**os.environ, "CHAKRA_CACHE_DIR": cache}
+    command = [python, "-m", "chakra.cli.sim", "--log-level", "WARNING", *argv]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu, done.stdout
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--ranks", type=int, default=4, help="ranks of the multi-rank case")
     parser.add_argument("--measure", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--cli", action="store_true", help="time chakra_sim processes instead")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each with --cli")
+    parser.add_argument("--baseline-python", help="with --cli: another checkout's interpreter")
     args = parser.parse_args()
+    if args.cli:
+        cli_runs(args.sizes[-1], args.repeats, args.baseline_python)
+        return
     if args.measure:
         print(json.dumps(measure(*args.measure)))
         return

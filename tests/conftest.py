@@ -3,12 +3,39 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_graph_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The graph cache (:mod:`chakra.simulate.graph_cache`) of the whole run, and of the
+    processes it starts, is a temporary folder: tests never write to ~/.cache. Module
+    fixtures use this one; each test gets its own (:func:`graph_cache_dir`)."""
+    folder = tmp_path_factory.mktemp("graph-cache-session")
+    before = os.environ.get("CHAKRA_CACHE_DIR")
+    os.environ["CHAKRA_CACHE_DIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("CHAKRA_CACHE_DIR", None)
+    else:
+        os.environ["CHAKRA_CACHE_DIR"] = before
+
+
+@pytest.fixture(autouse=True)
+def graph_cache_dir(
+    _session_graph_cache: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any
+) -> Path:
+    """This test's own graph cache folder (empty when it begins; not inside ``tmp_path``,
+    whose files some tests compare), in ``CHAKRA_CACHE_DIR``."""
+    folder = tmp_path_factory.mktemp("graph-cache")
+    monkeypatch.setenv("CHAKRA_CACHE_DIR", str(folder))
+    return folder
 
 
 def _shared_traces_dir() -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 
 import pytest
 
@@ -10,6 +11,7 @@ from chakra.errors import ChakraError
 from chakra.simulate import PathEntry, SimResult, build_graph, rank_results, what_if
 from chakra.simulate.analysis import (
     ScaleRule,
+    critical_chain,
     critical_path,
     log_reference_lines,
     scaled_graphs,
@@ -143,3 +145,52 @@ def test_reference_log_lines(caplog: pytest.LogCaptureFixture) -> None:
     assert "Issuing CPU Node ID 1 (n1) at 0us with duration 10us, tid: 1" in lines
     assert "GPU Node ID 2 on stream 7 completed at 60us, tid: stream 7" in lines
     assert len(lines) == 8
+
+
+def walked_chain(result: SimResult, rank: int) -> list[int]:
+    """:func:`critical_chain` as a walk that looks at each chain node's dependencies in
+    turn (the vectorised one must agree with it)."""
+    graph, start, end = result.graphs[rank], result.start[rank], result.end[rank]
+    by_resource: dict[int, list[int]] = {}
+    for i, resource in enumerate(graph.resource):
+        if resource >= 0:
+            by_resource.setdefault(resource, []).append(i)
+    previous = [-1] * len(graph.ids)
+    for nodes in by_resource.values():
+        ordered = sorted(nodes, key=lambda i: (start[i], end[i], i))
+        for before, after in zip(ordered, ordered[1:]):
+            previous[after] = before
+    node, chain = max(range(len(end)), key=lambda i: (end[i], -i)), []
+    while node >= 0 and node not in chain:
+        chain.append(node)
+        begins = start[node]
+        deps = graph.preds[graph.pred_start[node] : graph.pred_start[node + 1]]
+        bound = [d for d in deps if abs(end[d] - begins) < 1e-9]
+        candidate = previous[node]
+        if bound:
+            node = bound[0]
+        elif candidate >= 0 and abs(end[candidate] - begins) < 1e-9:
+            node = candidate
+        else:
+            node = -1
+    return chain
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_critical_chain_is_the_walk_over_each_nodes_dependencies(seed: int) -> None:
+    """Random graphs with ties (zero durations, shared dependencies, two threads and
+    streams): each step takes the first dependency in data_deps order that ends when the
+    node starts, else the resource's previous node."""
+    rng = random.Random(seed)
+    nodes = []
+    for i in range(1, 400):
+        deps = tuple(rng.sample(range(1, i), min(i - 1, rng.randint(0, 3))))
+        place = (
+            {"tid": rng.choice((1, 2))} if rng.random() < 0.5 else {"stream": rng.choice((7, 8))}
+        )
+        nodes.append(node(i, rng.choice((0, 0, 1, 2, 5)), deps, **place))
+    result = simulate(nodes)
+    assert len(walked_chain(result, 0)) > 20
+    assert critical_chain(result, 0) == walked_chain(result, 0)
+    scaled = what_if(result.graphs, [ScaleRule.parse("gpu=0")])
+    assert critical_chain(scaled, 0) == walked_chain(scaled, 0)

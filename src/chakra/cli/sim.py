@@ -62,6 +62,12 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
         "repeated id is refused even so",
     )
     parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read every file anew, not from the graph cache of files loaded before "
+        "(CHAKRA_CACHE_DIR=off does the same; see the README)",
+    )
+    parser.add_argument(
         "--serialize-gpu",
         action="store_true",
         help="run all GPU work of a device on one slot (as before stream ids)",
@@ -190,7 +196,9 @@ def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
     from chakra.simulate.replay import replay
     from chakra.simulate.run import load_astra_graph
 
-    load = LoadOptions(serialize_gpu=args.serialize_gpu, lenient=args.lenient)
+    load = LoadOptions(
+        serialize_gpu=args.serialize_gpu, lenient=args.lenient, cache=not args.no_cache
+    )
     if args.resources != ASTRA_SIM:
         network = NetworkModel.parse(args.network) if args.network else None
         return replay(load_agreed(args.paths, load=load), rules, network)

@@ -25,6 +25,7 @@ logger = logging.getLogger("chakra.simulate.trace")
 #: ``[delay]`` (launch latency, a thread waking up; no resource) and an ``[idle]`` gap on a
 #: thread.
 DELAY, IDLE = "[delay]", "[idle]"
+_UNEXPLAINED = frozenset((DELAY, IDLE))
 #: Node classes ``--scale`` understands besides names and name patterns. The first four
 #: are op classes and leave ``[delay]`` and ``[idle]`` nodes alone; ``delay`` and ``idle``
 #: are those nodes.
@@ -34,7 +35,7 @@ CLASSES = ("compute", "comm", "cpu", "gpu", "delay", "idle")
 def unexplained_nodes(graph: SimGraph) -> np.ndarray:
     """Boolean mask of the ``[delay]`` and ``[idle]`` nodes, found by name."""
     names = graph.names
-    return np.fromiter((name in (DELAY, IDLE) for name in names), bool, len(names))
+    return np.fromiter(map(_UNEXPLAINED.__contains__, names), bool, len(names))
 
 
 class ScaleRule(msgspec.Struct, frozen=True):
@@ -139,14 +140,20 @@ def scaled_graphs(
     return out, counts
 
 
-def model_only(result: SimResult) -> SimResult:
+def model_only(result: SimResult, masks: Optional[Sequence[np.ndarray]] = None) -> SimResult:
     """A second run of ``result``'s graphs (copies) with every ``[delay]`` and ``[idle]``
     node taking no time: the makespan the graph's own ops and dependencies explain. Same
-    network model and take order (it does not depend on durations); costs one more run."""
+    network model and take order (it does not depend on durations); costs one more run,
+    except when no rank has such a node: the run would be ``result``'s, which is returned.
+    ``masks``: each rank's :func:`unexplained_nodes`, when the caller has them."""
+    if masks is None:
+        masks = [unexplained_nodes(graph) for graph in result.graphs]
+    if not any(mask.any() for mask in masks):
+        return result
     graphs = []
-    for graph in result.graphs:
+    for graph, mask in zip(result.graphs, masks):
         durations = np.frombuffer(graph.duration_us, dtype=np.float64).copy()
-        durations[unexplained_nodes(graph)] = 0.0
+        durations[mask] = 0.0
         graphs.append(msgspec.structs.replace(graph, duration_us=array("d", durations.tobytes())))
     return rerun(result, graphs, "model only")
 
@@ -155,7 +162,8 @@ def critical_chain(result: SimResult, rank: int = 0) -> list[int]:
     """Node positions on the chain of binding constraints that ends at the last node to
     finish, last first. At each step the binding predecessor is the dependency (first in
     ``data_deps`` order) or else the resource's previous node whose end equals this node's
-    start. Array sorts, then one step per chain node."""
+    start. Array sorts and each node's binding predecessor found for all nodes at once,
+    then one step per chain node."""
     graph, start, end = result.graphs[rank], result.start[rank], result.end[rank]
     count = len(graph.ids)
     if not count:
@@ -168,30 +176,59 @@ def critical_chain(result: SimResult, rank: int = 0) -> list[int]:
     previous = np.full(count, -1, dtype=np.int64)
     same = resource[order[1:]] == resource[order[:-1]]
     previous[order[1:][same]] = order[:-1][same]
-    preds, pred_start = graph.preds, graph.pred_start
-    node, chain, seen = int(np.argmax(ends)), [], set()
+    binding = _binding_dependency(graph, starts, ends)
+    before = ends[np.maximum(previous, 0)]
+    on_resource = (previous >= 0) & (np.abs(before - starts) < 1e-9)
+    binding = np.where(binding >= 0, binding, np.where(on_resource, previous, -1)).tolist()
+    return _follow(binding, int(np.argmax(ends)))
+
+
+def _follow(binding: list[int], first: int) -> list[int]:
+    """``first``, ``binding[first]``, ... up to a -1 or a node met before (not repeated).
+    A chain without a loop takes at most one step per node: the walk keeps a set of the
+    nodes met only when it goes on longer than that."""
+    chain, node, limit = [], first, len(binding)
+    while node >= 0 and len(chain) <= limit:
+        chain.append(node)
+        node = binding[node]
+    if len(chain) <= limit:
+        return chain
+    chain, node, seen = [], first, set()
     while node >= 0 and node not in seen:
         seen.add(node)
         chain.append(node)
-        begins, binding = start[node], -1
-        for k in range(pred_start[node], pred_start[node + 1]):
-            if abs(end[preds[k]] - begins) < 1e-9:
-                binding = preds[k]
-                break
-        else:
-            candidate = int(previous[node])
-            if candidate >= 0 and abs(end[candidate] - begins) < 1e-9:
-                binding = candidate
-        node = binding
+        node = binding[node]
     return chain
+
+
+def _binding_dependency(graph: SimGraph, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Each node's first dependency (``preds`` order) that ends when it starts (within
+    1e-9 µs), -1 for none."""
+    count = len(graph.ids)
+    preds = np.asarray(graph.preds, dtype=np.int64)
+    pred_start = np.asarray(graph.pred_start, dtype=np.int64)
+    owners = np.repeat(np.arange(count, dtype=np.int64), np.diff(pred_start))
+    hits = np.flatnonzero(np.abs(ends[preds] - starts[owners]) < 1e-9)
+    first = np.full(count, -1, dtype=np.int64)
+    if hits.size:
+        hit_owners = owners[hits]  # ascending: a node's edges are together, in order
+        leading = np.concatenate(([True], hit_owners[1:] != hit_owners[:-1]))
+        first[hit_owners[leading]] = preds[hits[leading]]
+    return first
 
 
 def critical_path(result: SimResult, rank: int = 0, top: int = 5) -> list[PathEntry]:
     """Names on :func:`critical_chain` with their summed durations, largest first."""
-    start, end, names = result.start[rank], result.end[rank], result.graphs[rank].names
-    totals: Counter[str] = Counter()
-    for node in critical_chain(result, rank):
-        totals[names[node]] += end[node] - start[node]
+    names = result.graphs[rank].names
+    chain = critical_chain(result, rank)
+    starts = np.frombuffer(result.start[rank], dtype=np.float64)
+    ends = np.frombuffer(result.end[rank], dtype=np.float64)
+    codes: dict[str, int] = {}  # in first appearance along the chain, as a Counter's keys
+    numbered = [codes.setdefault(names[node], len(codes)) for node in chain]
+    # summed in chain order, as adding each node's time to a Counter would
+    spans = ends[chain] - starts[chain]
+    sums = np.bincount(np.asarray(numbered, dtype=np.int64), spans, minlength=len(codes))
+    totals = Counter(dict(zip(codes, sums.astype(np.float64).tolist())))
     return [PathEntry(name, total) for name, total in totals.most_common(top)]
 
 

@@ -66,11 +66,14 @@ class LoadOptions(msgspec.Struct, frozen=True):
     checks (None: nothing, for a file this process has just written and checked; the
     replay then refuses only what it cannot index). ``lenient``: a graph with problems is
     simulated anyway, with one warning (logged) that counts each kind and says what the
-    replay does about it, instead of refused."""
+    replay does about it, instead of refused. ``cache``: a file loaded before with the same
+    options is taken from the graph cache (:mod:`chakra.simulate.graph_cache`; False: read
+    anew, as ``chakra_sim --no-cache`` does)."""
 
     serialize_gpu: bool = False
     lenient: bool = False
     checks: Optional[ValidationOptions] = SIM_CHECKS
+    cache: bool = True
 
 
 def judge(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 import msgspec
+import numpy as np
 
 from chakra.simulate.analysis import model_only, unexplained_by_kind, unexplained_nodes
 from chakra.simulate.sim_graph import NO_RESOURCE, SimGraph
@@ -15,10 +16,15 @@ __all__ = ["RankResult", "ResourceUse", "rank_results"]
 
 
 def _measured(graph: SimGraph) -> Optional[float]:
-    starts = [(s, graph.duration_us[i]) for i, s in enumerate(graph.measured_start_us) if s >= 0]
-    if not starts:
+    """The span of the measured times: the latest measured start plus its node's duration,
+    less the earliest measured start (None when no node has one)."""
+    measured = np.frombuffer(graph.measured_start_us, dtype=np.float64)
+    known = measured >= 0
+    if not known.any():
         return None
-    return max(s + d for s, d in starts) - min(s for s, _ in starts)
+    starts = measured[known]
+    ends = starts + np.frombuffer(graph.duration_us, dtype=np.float64)[known]
+    return float(ends.max()) - float(starts.min())
 
 
 def _makespan(result: SimResult, rank: int) -> float:
@@ -30,21 +36,34 @@ def _error(makespan: float, measured: Optional[float]) -> Optional[float]:
     return 100.0 * (makespan - measured) / measured if measured else None
 
 
+def _busy(result: SimResult, rank: int, idle: np.ndarray) -> tuple[list[float], list[float]]:
+    """Per resource of ``rank``'s graph: the time its nodes ran, apart from its
+    ``[delay]`` and ``[idle]`` nodes' (``idle``, a mask), and theirs (µs). Summed in node
+    order, as a loop over the nodes would (``np.bincount`` adds its weights in order)."""
+    graph = result.graphs[rank]
+    resource = np.frombuffer(graph.resource, dtype=np.int64)
+    spans = np.frombuffer(result.end[rank], dtype=np.float64) - np.frombuffer(
+        result.start[rank], dtype=np.float64
+    )
+    held = resource != NO_RESOURCE
+    count = len(graph.resources)
+    sums = []
+    for chosen in (held & ~idle, held & idle):
+        total = np.bincount(resource[chosen], spans[chosen], minlength=count)
+        sums.append(total.astype(np.float64).tolist())  # no node: bincount's zeros are ints
+    return sums[0], sums[1]
+
+
 def rank_results(result: SimResult, explain: bool = False) -> list[RankResult]:
     """Per rank of ``result``. ``explain`` adds the model-only fields: a second
     run (:func:`chakra.simulate.analysis.model_only`, as long as the first) and a walk of
     each rank's critical path."""
-    model = model_only(result) if explain else None
+    masks = [unexplained_nodes(graph) for graph in result.graphs]
+    model = model_only(result, masks) if explain else None
     results = []
     for r, graph in enumerate(result.graphs):
-        starts, ends = result.start[r], result.end[r]
         makespan = _makespan(result, r)
-        busy = [0.0] * len(graph.resources)
-        unexplained = [0.0] * len(graph.resources)
-        idle = unexplained_nodes(graph).tolist()
-        for i, resource in enumerate(graph.resource):
-            if resource != NO_RESOURCE:
-                (unexplained if idle[i] else busy)[resource] += ends[i] - starts[i]
+        busy, unexplained = _busy(result, r, masks[r])
         uses = [
             ResourceUse(res.label, busy[k], busy[k] / makespan if makespan else 0.0, unexplained[k])
             for k, res in enumerate(graph.resources)
@@ -55,7 +74,8 @@ def rank_results(result: SimResult, explain: bool = False) -> list[RankResult]:
         )
         if model is not None:
             alone = _makespan(model, r)
-            delay, idle = unexplained_by_kind(result, r)
+            # no [delay] or [idle] node: none on the critical path either (no walk)
+            delay, idle = unexplained_by_kind(result, r) if masks[r].any() else (0.0, 0.0)
             rank = msgspec.structs.replace(
                 rank,
                 model_only_makespan_us=alone,

@@ -12,6 +12,7 @@ from chakra.errors import PathLike
 from chakra.simulate.astra_graph import build_astra_graph
 from chakra.simulate.astra_network import AstraRing
 from chakra.simulate.graph_build import build_graph
+from chakra.simulate.graph_cache import cached_load, load_key
 from chakra.simulate.load_checks import LoadOptions
 from chakra.simulate.node_files import read_nodes
 from chakra.simulate.rank_order import files_in_rank_order
@@ -30,14 +31,16 @@ def load_graph(
     graph ``chakra_validate --no-astra-sim`` rejects is refused); ``serialize_gpu`` or
     ``options.serialize_gpu``: all GPU nodes of a device on one slot."""
     options = load_options(options, serialize_gpu)
-    return _load_graph(path, rank, partial(build_graph, options=options, source=str(path)))
+    build = partial(build_graph, options=options, source=str(path))
+    return _load_graph(path, rank, build, options, "graph")
 
 
 def load_astra_graph(path: PathLike, rank: int, options: Optional[LoadOptions] = None) -> SimGraph:
     """One rank's graph as ASTRA-sim sees it (:mod:`chakra.simulate.astra_graph`), checked
     as ``options`` say (as for :func:`load_graph`)."""
-    build = partial(build_astra_graph, options=options or LoadOptions(), source=str(path))
-    return _load_graph(path, rank, build)
+    options = options or LoadOptions()
+    build = partial(build_astra_graph, options=options, source=str(path))
+    return _load_graph(path, rank, build, options, "astra")
 
 
 def load_options(options: Optional[LoadOptions], serialize_gpu: bool = False) -> LoadOptions:
@@ -46,8 +49,18 @@ def load_options(options: Optional[LoadOptions], serialize_gpu: bool = False) ->
     return msgspec.structs.replace(options, serialize_gpu=True) if serialize_gpu else options
 
 
-def _load_graph(path: PathLike, rank: int, build: GraphBuilder) -> SimGraph:
-    return msgspec.structs.replace(read_nodes(path, rank, build), source=str(path))
+def _load_graph(
+    path: PathLike, rank: int, build: GraphBuilder, options: LoadOptions, builder: str
+) -> SimGraph:
+    """``build`` over the nodes of ``path``, or the graph cache's copy of what it built
+    before (:mod:`chakra.simulate.graph_cache`) when ``options.cache``; ``builder`` names
+    the builder in the cache's key."""
+    if options.cache:
+        key = load_key(builder, options)
+        graph = cached_load(path, rank, key, partial(read_nodes, path, rank, build))
+    else:
+        graph = read_nodes(path, rank, build)
+    return msgspec.structs.replace(graph, source=str(path))
 
 
 def simulate_files(
