@@ -33,6 +33,9 @@ from chakra.synth import SynthOptions, generate_job
 
 RANKS = 2
 
+#: what chakra_sim loads with (the library's default stores nothing)
+CACHED = LoadOptions(cache=True)
+
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
@@ -108,10 +111,10 @@ def test_a_second_load_is_a_hit_equal_to_a_fresh_load(
     """The second load reads no file and gives the graph a fresh load gives, field by
     field; its ``source`` is the path given this time, not the one stored."""
     for rank, path in enumerate(job):
-        load_graph(path, rank)
+        load_graph(path, rank, options=CACHED)
     assert reads.count == RANKS and len(entries(graph_cache_dir)) == RANKS
     moved = shutil.copy(job[1], tmp_path / "elsewhere.et")
-    hits = [load_graph(job[0], 0), load_graph(moved, 1)]
+    hits = [load_graph(job[0], 0, options=CACHED), load_graph(moved, 1, options=CACHED)]
     assert reads.count == RANKS
     assert_same_graph(hits[0], fresh(job[0], 0))
     assert_same_graph(hits[1], fresh(moved, 1))
@@ -124,12 +127,12 @@ def test_astra_graphs_keep_their_pair_keys(tmp_path: Path, reads: CountedReads) 
     nodes = [_comm(1, NodeType.COMM_SEND_NODE, comm_dst=1), _comm(2, NodeType.COMM_COLL_NODE)]
     path = tmp_path / "p2p.0.et"
     write_et(path, GlobalMetadata(version="0.0.4"), nodes)
-    first = load_astra_graph(path, 0)
+    first = load_astra_graph(path, 0, CACHED)
     assert any(type(k) is P2PKey for k in first.comm.values())
-    hit = load_astra_graph(path, 0)
+    hit = load_astra_graph(path, 0, CACHED)
     assert reads.count == 1
     assert_same_graph(hit, load_astra_graph(path, 0, LoadOptions(cache=False)))
-    load_graph(path, 0)
+    load_graph(path, 0, options=CACHED)
     assert reads.count == 3
 
 
@@ -167,12 +170,12 @@ def test_chakra_sim_prints_the_same_from_the_cache(
 
 def test_a_changed_byte_misses(job: list[Path], tmp_path: Path, reads: CountedReads) -> None:
     path = Path(shutil.copy(job[0], tmp_path / "workload.0.et"))
-    before = load_graph(path, 0)
+    before = load_graph(path, 0, options=CACHED)
     data = path.read_bytes()
     name = before.names[-1].encode()
     at = data.rindex(name)
     path.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :])
-    after = load_graph(path, 0)
+    after = load_graph(path, 0, options=CACHED)
     assert reads.count == 2
     assert after.names[-1] != before.names[-1]
     assert_same_graph(after, fresh(path, 0))
@@ -186,11 +189,11 @@ def test_a_changed_byte_misses(job: list[Path], tmp_path: Path, reads: CountedRe
 def test_other_load_options_miss(
     job: list[Path], reads: CountedReads, graph_cache_dir: Path, options: dict
 ) -> None:
-    load_graph(job[0], 0)
-    other = load_graph(job[0], 0, options=LoadOptions(**options))
+    load_graph(job[0], 0, options=CACHED)
+    other = load_graph(job[0], 0, options=LoadOptions(cache=True, **options))
     assert reads.count == 2 and len(entries(graph_cache_dir)) == 2
     assert_same_graph(other, fresh(job[0], 0, **options))
-    load_graph(job[0], 0, options=LoadOptions(**options))
+    load_graph(job[0], 0, options=LoadOptions(cache=True, **options))
     assert reads.count == 2
 
 
@@ -206,11 +209,11 @@ def test_a_bad_entry_is_ignored_and_replaced(
     """A truncated or garbled entry, one stored for another file, or one replaced by a
     pickle (whose loading would run code: it must not) is read past with a DEBUG line,
     and the next store replaces it."""
-    load_graph(job[0], 0)
+    load_graph(job[0], 0, options=CACHED)
     (other,) = entries(graph_cache_dir)
     another_key = other.read_bytes()
     other.unlink()
-    load_graph(job[1], 1)
+    load_graph(job[1], 1, options=CACHED)
     (entry,) = entries(graph_cache_dir)
     marker = tmp_path / "pickle-ran"
     good = entry.read_bytes()
@@ -225,13 +228,13 @@ def test_a_bad_entry_is_ignored_and_replaced(
     }[damage]
     entry.write_bytes(damaged)
     with caplog.at_level(logging.DEBUG, logger="chakra.simulate.graph_cache"):
-        graph = load_graph(job[1], 1)
+        graph = load_graph(job[1], 1, options=CACHED)
     assert reads.count == 3
     assert not marker.exists()
     assert_same_graph(graph, fresh(job[1], 1))
     assert entry.read_bytes() == good
     assert "graph cache: ignoring" in caplog.text
-    load_graph(job[1], 1)
+    load_graph(job[1], 1, options=CACHED)
     assert reads.count == 3
 
 
@@ -260,8 +263,8 @@ def test_a_folder_that_cannot_be_written_means_no_cache(
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("CHAKRA_CACHE_DIR", str(blocker / "graphs"))  # not a folder
-    assert_same_graph(load_graph(job[0], 0), fresh(job[0], 0))
-    load_graph(job[0], 0)
+    assert_same_graph(load_graph(job[0], 0, options=CACHED), fresh(job[0], 0))
+    load_graph(job[0], 0, options=CACHED)
     assert reads.count == 2
 
 
@@ -272,7 +275,7 @@ def test_a_full_disk_leaves_no_partial_file(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", full)
-    assert_same_graph(load_graph(job[0], 0), fresh(job[0], 0))
+    assert_same_graph(load_graph(job[0], 0, options=CACHED), fresh(job[0], 0))
     assert list(graph_cache_dir.iterdir()) == []
 
 
@@ -280,10 +283,11 @@ def test_off_and_no_cache_store_nothing(
     job: list[Path], reads: CountedReads, graph_cache_dir: Path, monkeypatch: Any
 ) -> None:
     load_graph(job[0], 0, options=LoadOptions(cache=False))
+    load_graph(job[0], 0)  # the library's default: no cache (the pipeline loads so)
     monkeypatch.setenv("CHAKRA_CACHE_DIR", "off")
-    load_graph(job[0], 0)
-    load_graph(job[0], 0)
-    assert reads.count == 3 and list(graph_cache_dir.iterdir()) == []
+    load_graph(job[0], 0, options=CACHED)
+    load_graph(job[0], 0, options=CACHED)
+    assert reads.count == 4 and list(graph_cache_dir.iterdir()) == []
 
 
 def test_a_lenient_load_with_problems_warns_every_time(
@@ -295,7 +299,7 @@ def test_a_lenient_load_with_problems_warns_every_time(
     write_et(path, GlobalMetadata(version="0.0.4"), [node])
     for _ in range(2):
         caplog.clear()
-        load_graph(path, 0, options=LoadOptions(lenient=True))
+        load_graph(path, 0, options=LoadOptions(lenient=True, cache=True))
         assert "fails chakra_validate's checks (--lenient)" in caplog.text
     assert reads.count == 2 and entries(graph_cache_dir) == []
 
@@ -308,7 +312,7 @@ def test_a_load_whose_warnings_are_not_logged_is_not_stored(
     level = chakra_logger.level
     chakra_logger.setLevel(logging.ERROR)
     try:
-        load_graph(job[0], 0)
+        load_graph(job[0], 0, options=CACHED)
     finally:
         chakra_logger.setLevel(level)
     assert entries(graph_cache_dir) == []
@@ -320,7 +324,7 @@ def test_a_failed_load_is_not_stored(tmp_path: Path, graph_cache_dir: Path) -> N
     write_et(path, GlobalMetadata(version="0.0.4"), [node])
     for _ in range(2):
         with pytest.raises(Exception, match="dangling_data_dep"):
-            load_graph(path, 0)
+            load_graph(path, 0, options=CACHED)
     assert entries(graph_cache_dir) == []
 
 
@@ -328,10 +332,10 @@ def test_the_folder_keeps_within_its_size_bound(
     job: list[Path], graph_cache_dir: Path, monkeypatch: Any
 ) -> None:
     """Least recently used first: the entry used again stays, the other goes."""
-    load_graph(job[0], 0)
+    load_graph(job[0], 0, options=CACHED)
     (first,) = entries(graph_cache_dir)
     os.utime(first, (1, 1))  # long unused
     monkeypatch.setenv("CHAKRA_CACHE_MAX_BYTES", str(first.stat().st_size + 1))
-    load_graph(job[1], 1)
+    load_graph(job[1], 1, options=CACHED)
     assert len(entries(graph_cache_dir)) == 1 and not first.exists()
     assert msgspec.msgpack.decode(entries(graph_cache_dir)[0].read_bytes())

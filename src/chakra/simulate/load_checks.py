@@ -67,13 +67,16 @@ class LoadOptions(msgspec.Struct, frozen=True):
     replay then refuses only what it cannot index). ``lenient``: a graph with problems is
     simulated anyway, with one warning (logged) that counts each kind and says what the
     replay does about it, instead of refused. ``cache``: a file loaded before with the same
-    options is taken from the graph cache (:mod:`chakra.simulate.graph_cache`; False: read
-    anew, as ``chakra_sim --no-cache`` does)."""
+    options is taken from the graph cache, and a file loaded anew is stored there
+    (:mod:`chakra.simulate.graph_cache`). Off by default: a library call or the pipeline
+    (whose ``.et`` files are new each run) writes nothing to the user's cache folder;
+    ``chakra_sim``, which users rerun on the same files, turns it on (``--no-cache``
+    leaves it off)."""
 
     serialize_gpu: bool = False
     lenient: bool = False
     checks: Optional[ValidationOptions] = SIM_CHECKS
-    cache: bool = True
+    cache: bool = False
 
 
 def judge(
