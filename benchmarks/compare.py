@@ -19,7 +19,10 @@ same files:
 - link: one synthetic rank whose host ET + Kineto trace are about ``--link-mb`` MB;
 - convert: that rank's ET+ (linked by B);
 - simulate: ``chakra_sim`` on converted ``.et`` files of about ``--sim-nodes`` nodes (each a
-  synthetic rank sized from the link rank's nodes per op; the table gives the exact count);
+  synthetic rank sized from the link rank's nodes per op; the table gives the exact count),
+  each run with an empty graph cache (cold: a first simulation), and again as ``warm``: each
+  side's runs share a cache that one untimed run filled (a rerun of ``chakra_sim`` on the
+  same file, other what-ifs; a revision without the cache reads the file every time);
 - pipeline: ``chakra_pipeline --trace-dir ... -j 2`` on a ``--pipeline-ranks``-rank job;
 - help: ``--help`` of every console script in pyproject.toml's [project.scripts], and
   ``python -c pass`` by the same interpreter; each script's time over it is printed and those
@@ -87,6 +90,9 @@ class Case:
     argv: list[str]
     note: str = ""
     runs: dict[str, list[Run]] = field(default_factory=lambda: {"A": [], "B": []})
+    #: each side's runs share one graph cache, filled by an untimed run first (chakra_sim's
+    #: rerun on the same file); otherwise each run starts with an empty cache (cold)
+    warm: bool = False
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -176,11 +182,15 @@ def project_scripts() -> list[str]:
     return names
 
 
-def run_once(argv: list[str], workdir: Path) -> Run:
-    """Run one command to its end in ``workdir``; its wall, CPU and peak RSS."""
+def run_once(argv: list[str], workdir: Path, cache: Path | None = None) -> Run:
+    """Run one command to its end in ``workdir``; its wall, CPU and peak RSS. ``cache``:
+    the graph cache folder it uses (None: a new empty one in ``workdir``, a cold cache)."""
+    env = {**os.environ, "CHAKRA_CACHE_DIR": str(cache or workdir / "graph-cache")}
     with tempfile.TemporaryFile() as stderr:
         start = time.perf_counter()
-        child = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.DEVNULL, stderr=stderr)
+        child = subprocess.Popen(
+            argv, cwd=workdir, stdout=subprocess.DEVNULL, stderr=stderr, env=env
+        )
         _, status, usage = os.wait4(child.pid, 0)
         wall_s = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -296,9 +306,10 @@ def build_cases(manifest: dict, only: Sequence[str]) -> list[Case]:
              f"{manifest['link_mb']:.0f} MB"),
         Case("convert", "convert", command(convert, et_plus=manifest["et_plus"]),
              f"{et_plus_mb:.0f} MB ET+"),
-        *(Case("simulate", f"simulate {sim['target_nodes'] / 1e6:g}M",
-               command("<chakra_sim> {et}" + log, et=sim["et"]), f"{sim['nodes']:,} nodes")
-          for sim in manifest["simulate"]),
+        *(Case("simulate", f"simulate {sim['target_nodes'] / 1e6:g}M{' warm' if warm else ''}",
+               command("<chakra_sim> {et}" + log, et=sim["et"]),
+               f"{sim['nodes']:,} nodes", warm=warm)
+          for sim in manifest["simulate"] for warm in (False, True)),
         Case("pipeline", "pipeline", command(pipeline + log, job=manifest["pipeline_job"]),
              f"{manifest['sizes']['pipeline_ranks']} ranks"),
     ]  # fmt: skip
@@ -326,15 +337,29 @@ def resolve(argv: list[str], side: Side, out: Path) -> list[str] | None:
 def measure(cases: Sequence[Case], sides: Sequence[Side], repeats: int, scratch: Path) -> None:
     """Run every case ``repeats`` times per side, A B A B..., each in a fresh output folder."""
     for case in cases:
+        caches = {side.label: _warm_cache(case, side, scratch) for side in sides}
         for repeat in range(repeats):
             for side in sides:
                 out = Path(tempfile.mkdtemp(dir=scratch))
                 argv = resolve(case.argv, side, out)
                 if argv is not None:
-                    case.runs[side.label].append(run_once(argv, out))
+                    case.runs[side.label].append(run_once(argv, out, caches[side.label]))
                 shutil.rmtree(out)
             if case.workload != "help":
                 print(f"  {case.name}: run {repeat + 1}/{repeats} done", file=sys.stderr)
+
+
+def _warm_cache(case: Case, side: Side, scratch: Path) -> Path | None:
+    """For a warm case, a graph cache folder of ``side`` filled by one untimed run; else None."""
+    if not case.warm:
+        return None
+    cache = Path(tempfile.mkdtemp(dir=scratch, prefix=f"cache-{side.label}-"))
+    out = Path(tempfile.mkdtemp(dir=scratch))
+    argv = resolve(case.argv, side, out)
+    if argv is not None:
+        run_once(argv, out, cache)
+    shutil.rmtree(out)
+    return cache
 
 
 def summary(values: Sequence[float], digits: int) -> str:
