@@ -136,6 +136,28 @@ def test_the_guard_is_set_before_the_tool_loads(script: str) -> None:
     assert set(loaded.split(",")) <= allowed, f"{script} --help loads chakra.{loaded}"
 
 
+#: What a console script's first line may import before it sets the guard (the package's
+#: ``__init__`` and the launcher), past what pip's wrapper imports before it (``re``,
+#: ``sys``): small modules, a few ms (the two ``importlib._bootstrap*`` are the interpreter's
+#: frozen import system, named).
+BEFORE_THE_GUARD_MAY_LOAD = {"chakra", "chakra.cli", "chakra.cli.launch", "__future__",
+                             "signal", "importlib", "warnings", "types",
+                             "importlib._bootstrap", "importlib._bootstrap_external"}  # fmt: skip
+
+
+def test_the_guard_is_set_within_milliseconds_of_the_first_line() -> None:
+    """Importing the launcher (pip's wrapper's line after ``import re, sys``) loads only
+    small modules before the guard: ``typing`` and ``contextlib`` took 20-30 ms there under
+    load, a window in which a fuzzed Ctrl-C printed a ``KeyboardInterrupt`` traceback
+    (-2) and SIGTERM killed the tool (-15)."""
+    code = ("import re, sys; before = set(sys.modules); import chakra.cli.launch; "
+            "print(' '.join(sorted(set(sys.modules) - before)))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+    loaded = set(done.stdout.split())
+    assert loaded <= BEFORE_THE_GUARD_MAY_LOAD, sorted(loaded - BEFORE_THE_GUARD_MAY_LOAD)
+
+
 def _first_dependency_mapped(pid: int) -> bool:
     try:
         maps = Path(f"/proc/{pid}/maps").read_text()

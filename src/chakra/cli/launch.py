@@ -15,13 +15,16 @@ that the guard is set within milliseconds of the start.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
 from importlib import import_module
-from types import FrameType
-from typing import Optional
+
+from chakra import TYPE_CHECKING
+
+if TYPE_CHECKING:  # not typing itself: the guard is set before any import that takes time
+    from types import FrameType
+    from typing import Optional
 
 _prog = "chakra"  # the running tool's name, for the guard's line
 
@@ -95,8 +98,12 @@ def _end_quietly(signum: int, frame: Optional[FrameType]) -> None:
     in a ``finally`` or a ``__del__`` and be printed, or be swallowed)."""
     what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
     for stream in (sys.stdout, sys.stderr):  # what was printed before the signal
-        with contextlib.suppress(OSError, RuntimeError, ValueError):  # closed, mid-write
+        try:  # noqa: SIM105 - not contextlib.suppress: this module loads nothing slow
             stream.flush()
-    with contextlib.suppress(OSError):
+        except (OSError, RuntimeError, ValueError):  # closed, mid-write
+            pass
+    try:  # noqa: SIM105
         os.write(2, f"{_prog}: {what}\n".encode())
+    except OSError:
+        pass
     os._exit(128 + signum)
