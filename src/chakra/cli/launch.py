@@ -80,7 +80,20 @@ def chakra_visualizer() -> None:
 def _launch(prog: str, module: str) -> None:
     """Set the guard for ``prog``, then import ``module`` and run its ``main`` (which exits)."""
     install_guard(prog)
+    import atexit
+
+    atexit.register(_ignore_late_signals)  # the first registered: the last to run
     import_module(module).main()
+
+
+def _ignore_late_signals() -> None:
+    """The last exit handler: SIGINT and SIGTERM are ignored from here to the end. The
+    interpreter resets a signal with a Python handler to its default action once the exit
+    handlers have run, before it frees the modules and their objects (tens of ms after a
+    tool that loaded numpy); a signal in that time killed a tool that had done its work and
+    printed its last line (status -2 or -15). The process now ends with its own status."""
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
 
 
 def install_guard(prog: str) -> None:
