@@ -12,9 +12,15 @@ one row per format: cases run, and how many ended in each kind of failure:
 * ``next tool``: exit 0, but the output is invalid or the tool that reads it next refuses
   it (an ET+ through ``chakra_converter``, an ``.et`` through ``chakra_validate`` and
   ``chakra_sim``);
-* ``partial``: a ``.partial`` file, or any output, left behind by a failed run;
+* ``partial``: a ``.partial`` file, or any output, left behind by a failed run (or a
+  broken one by a run stopped by a signal);
 * ``other``: every other broken promise (an error of several lines, a changed input, an
-  error line that names no file...).
+  error line that names no file or blames a dead worker, a stopped run's extra lines...).
+
+One case in 10 is stopped by SIGINT or SIGTERM 0-1.5 s after the start of the tool's
+console script (those run in a subprocess: the imports are part of the trial); a run of
+the host and Kineto formats may be ``chakra_pipeline -j 2`` on a folder whose rank 0 is
+the mutant.
 
 ``--jobs N`` runs N formats at a time (one process each). Exit status 1 when any failure
 was seen. The seed of each format's draws is ``SEED:format``, so a run is repeatable.
@@ -47,7 +53,7 @@ _KIND_OF = {
     "traceback": "traceback", "signal": "traceback", "memory": "traceback",
     "timeout": "hang",
     "invalid-output": "next tool", "missing-output": "next tool",
-    "partial-left": "partial", "output-on-error": "partial",
+    "partial-left": "partial", "output-on-error": "partial", "output-on-interrupt": "partial",
 }  # fmt: skip
 
 

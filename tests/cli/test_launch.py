@@ -136,6 +136,28 @@ def test_the_guard_is_set_before_the_tool_loads(script: str) -> None:
     assert set(loaded.split(",")) <= allowed, f"{script} --help loads chakra.{loaded}"
 
 
+#: What a console script's first line may import before it sets the guard (the package's
+#: ``__init__`` and the launcher), past what pip's wrapper imports before it (``re``,
+#: ``sys``): small modules, a few ms (the two ``importlib._bootstrap*`` are the interpreter's
+#: frozen import system, named).
+BEFORE_THE_GUARD_MAY_LOAD = {"chakra", "chakra.cli", "chakra.cli.launch", "__future__",
+                             "signal", "importlib", "warnings", "types",
+                             "importlib._bootstrap", "importlib._bootstrap_external"}  # fmt: skip
+
+
+def test_the_guard_is_set_within_milliseconds_of_the_first_line() -> None:
+    """Importing the launcher (pip's wrapper's line after ``import re, sys``) loads only
+    small modules before the guard: ``typing`` and ``contextlib`` took 20-30 ms there under
+    load, a window in which a fuzzed Ctrl-C printed a ``KeyboardInterrupt`` traceback
+    (-2) and SIGTERM killed the tool (-15)."""
+    code = ("import re, sys; before = set(sys.modules); import chakra.cli.launch; "
+            "print(' '.join(sorted(set(sys.modules) - before)))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+    loaded = set(done.stdout.split())
+    assert loaded <= BEFORE_THE_GUARD_MAY_LOAD, sorted(loaded - BEFORE_THE_GUARD_MAY_LOAD)
+
+
 def _first_dependency_mapped(pid: int) -> bool:
     try:
         maps = Path(f"/proc/{pid}/maps").read_text()
@@ -231,3 +253,41 @@ def test_a_signal_at_any_moment_ends_the_tool_quietly(
             if outcome not in ("", "finished"):
                 failures.append(outcome)
     assert failures == [] and signalled >= len(SCRIPTS)
+
+
+#: Code before pip's wrapper line: an object of ``__main__`` whose clean-up, at the end of
+#: the interpreter's finalization (after the exit handlers, when it has put the signals'
+#: default actions back), says so on stderr and takes a second, as freeing numpy's and a
+#: large job's objects takes tens of ms.
+SLOW_FINALIZATION = """
+import os, time
+class _SlowToFree:
+    def __del__(self, write=os.write, sleep=time.sleep):
+        write(2, b"FREEING\\n")
+        sleep(1.0)
+_slow = _SlowToFree()
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_after_the_work_while_python_finalizes_is_ignored(
+    traces: Traces, stop: signal.Signals
+) -> None:
+    """A signal after the tool's last line, while the interpreter frees its objects, killed
+    the tool (-2, -15: a fuzzed chakra_pipeline that had reported its error); now the
+    process ends with the work's status."""
+    command = [*_wrapper("chakra_trace_info", SLOW_FINALIZATION), traces.host]
+    with subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as process:  # fmt: skip
+        assert process.stderr is not None
+        seen = []
+        for line in process.stderr:
+            seen.append(line)
+            if line == "FREEING\n":
+                process.send_signal(stop)
+                break
+        rest = process.stderr.read()
+        status = process.wait(timeout=60)
+    assert seen[-1:] == ["FREEING\n"], "".join(seen)
+    assert status == 0, f"status {status}: {''.join(seen)}{rest}"
+    assert "Traceback" not in rest

@@ -1,12 +1,15 @@
 """Fuzzing the command-line tools: does bad input always get one error line naming the file,
 exit status 1 (2 for usage) and no output, and never a traceback, signal, hang or partial file?
 
-- ``process``: run a tool in a subprocess (``run_tool``) or a forked copy of this process
-  (``fork_tool``, several times faster); ``harness``: the verdict on a run (OK, CLEAN_ERROR,
+- ``process``: run a tool in a subprocess (``run_tool``, which can also stop it early
+  with SIGINT or SIGTERM: ``EarlyStop``) or a forked copy of this process (``fork_tool``,
+  several times faster); ``harness``: the verdict on a run (OK, CLEAN_ERROR, INTERRUPTED,
   FAILURE with a signature) and ``run_case``.
 - ``mutators`` (JSON trees), ``stream_mutators`` (bytes, gzip, text lines) and
   ``et_mutators`` (``.et`` wire format): structure-aware mutants of small valid seeds;
-  ``targets``: the seeds of each format, the tools that read it, ``fuzz_one``; ``known``:
+  ``targets``: the seeds of each format, the tools that read it (a host or Kineto mutant
+  also as rank 0 of a healthy job through ``chakra_pipeline -j 2``), ``fuzz_one`` (one case
+  in 10 stopped by a signal); ``known``:
   the failure signatures today's code still shows, with what to fix; ``handmade`` and
   ``checks``: the inputs and helpers of the regression tests.
 - ``test_regressions*.py``: one named test per reported failure (strict xfail while it

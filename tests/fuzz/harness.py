@@ -28,6 +28,7 @@ from typing import Callable, Optional
 from tests.fuzz.process import (
     DEFAULT_TIMEOUT_S,
     LOG_LEVEL_NAMES,
+    EarlyStop,
     RunResult,
     fork_tool,
     preload,
@@ -37,6 +38,7 @@ from tests.fuzz.process import (
 
 __all__ = [
     "Case",
+    "EarlyStop",
     "Outcome",
     "RunResult",
     "Snapshot",
@@ -107,6 +109,9 @@ class Snapshot:
 class Verdict(enum.Enum):
     OK = "ok"
     CLEAN_ERROR = "clean error"
+    #: stopped by the signal the runner sent (status 130 or 143, one line), leaving nothing
+    #: partial behind
+    INTERRUPTED = "interrupted"
     FAILURE = "failure"
 
 
@@ -248,6 +253,7 @@ def verdict(
     unnamed_errors: Optional[re.Pattern[str]] = None,
     stdout_json: bool = False,
     check: Callable[[Path], Optional[str]] = check_output,
+    culprits: Sequence[Path] = (),
 ) -> Outcome:
     """Classify a run.
 
@@ -258,12 +264,21 @@ def verdict(
     chakra_validate's) — or status 2 with argparse's usage lines then one such line. Both
     also need: inputs unchanged, no ``.partial`` file left in an output folder, and (for an
     error) no file added or changed there. Log lines (``<prog>: INFO: ...``, DEBUG,
-    WARNING) may come first. Anything else is a FAILURE, with its reason and signature.
+    WARNING) may come first. With ``culprits`` (the one broken input among healthy ones),
+    an error line must name one of those (or of ``names``), not any input. An error that
+    blames a worker process that "ended abruptly" names no input: a FAILURE whatever it
+    names. INTERRUPTED: the runner sent a signal (:attr:`RunResult.sent_signal`) and the
+    tool ended with 128 + its number, at most one line on stderr (``<prog>: interrupted``),
+    and nothing partial (see :func:`_interrupted_verdict`); a tool that had ended before
+    the signal is judged as any other run. Anything else is a FAILURE, with its reason and
+    signature.
     """
     fail = _failure_of(result, before)
     if fail is not None:
         return fail
     lines = _problem_lines(result)
+    if result.sent_signal is not None and result.returncode == 128 + result.sent_signal:
+        return _interrupted_verdict(result, before, lines, outputs, check)
     if result.returncode == 0:
         if lines:
             return _failure(result, "stray-stderr", f"status 0 with stderr {lines[0]!r}",
@@ -281,8 +296,49 @@ def verdict(
             except ValueError as exc:
                 return _failure(result, "invalid-stdout", f"status 0, stdout not JSON: {exc}")
         return Outcome(Verdict.OK)
-    return _error_verdict(result, before, lines, [*names, *before.inputs, *outputs],
-                          unnamed_errors)  # fmt: skip
+    blamed = [*names, *culprits] if culprits else [*names, *before.inputs, *outputs]
+    return _error_verdict(result, before, lines, blamed, unnamed_errors)
+
+
+#: The tool's line for a signal that stopped it (:mod:`chakra.cli.launch`, run_tool).
+_INTERRUPTED = re.compile(r"(interrupted|terminated \(SIGTERM\))$")
+#: The parent's line for a worker process that died: it names no input.
+_WORKER_DIED = "worker process ended abruptly"
+
+
+def _interrupted_verdict(
+    result: RunResult,
+    before: Snapshot,
+    lines: list[str],
+    outputs: Sequence[Path],
+    check: Callable[[Path], Optional[str]],
+) -> Outcome:
+    """A run stopped by the runner's signal: at most one line (the tool's ``interrupted``
+    line), and every file it added to an output folder a complete, valid output (one it
+    committed before the signal; ``chakra_pipeline``: a finished rank, as on an error)."""
+    prefix = re.compile(rf"{re.escape(result.prog)}(?: [\w-]+)*: ")
+    if len(lines) > 1 or (lines and not (prefix.match(lines[0]) and _INTERRUPTED.search(lines[0]))):
+        shown = lines[0][:200] if lines else ""
+        kind = "interrupt-multi-line" if len(lines) > 1 else "interrupt-line"
+        return _failure(result, kind, f"stopped by a signal, stderr {shown!r}"
+                        + (f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""))  # fmt: skip
+    for folder, files in before.folders.items():
+        now = _listing(Path(folder))
+        for name in sorted(n for n, stat in now.items() if files.get(n) != stat):
+            path = Path(folder) / name
+            if path.is_dir():
+                continue
+            if result.prog == "chakra_pipeline":  # it keeps the ranks it finished, only them
+                if not _finished_work(path):
+                    return _failure(result, "output-on-interrupt", f"stopped, but left {name}")
+                continue
+            if path not in outputs and not name.endswith(_CHECKED):
+                return _failure(result, "output-on-interrupt", f"stopped, but left {name}")
+            problem = check(path)
+            if problem is not None:
+                return _failure(result, "output-on-interrupt", f"stopped, left {name}: "
+                                f"{problem[:200]}", _problem_key(problem))  # fmt: skip
+    return Outcome(Verdict.INTERRUPTED, reason=lines[0] if lines else "(no line)")
 
 
 def _failure_of(result: RunResult, before: Snapshot) -> Optional[Outcome]:
@@ -331,6 +387,8 @@ def _error_verdict(
         return _failure(result, kind, f"status {code}, stderr {shown[:200]!r}"
                         + (f" (+{len(body) - 1} lines)" if len(body) > 1 else ""))  # fmt: skip
     message = body[0][prefix.match(body[0]).end() :]  # type: ignore[union-attr]
+    if _WORKER_DIED in message:
+        return _failure(result, "worker-died", f"a worker's error was lost: {message[:200]!r}")
     named = any(_names(message, str(n)) for n in names)
     if code == 1 and not named and not (unnamed_errors and unnamed_errors.search(message)):
         return _failure(
@@ -418,22 +476,34 @@ class Case:
     timeout_s: float = DEFAULT_TIMEOUT_S
     #: more names an error line may give instead of a file's (an option: ``--num_npus``)
     names: tuple[str, ...] = ()
+    #: the broken inputs among healthy ones: an error must name one of these (not merely
+    #: some input, nor the output folder)
+    culprits: tuple[Path, ...] = ()
+    #: stop the tool with a signal this long after its start (see :class:`EarlyStop`)
+    signal_after_s: Optional[float] = None
+    stop_signal: int = signal.SIGINT
 
 
 def run_case(case: Case, runner: Runner = run_tool) -> tuple[RunResult, Outcome]:
     """Snapshot, run and classify one case. After a success, every file the tool added to
-    its output folder is checked too (by kind: ``.et``, ``.json``, ``.png``, ``.dot``)."""
+    its output folder is checked too (by kind: ``.et``, ``.json``, ``.png``, ``.dot``).
+    A case with ``signal_after_s`` runs in a subprocess (:func:`run_tool`, as its console
+    script) whatever ``runner`` is: a forked runner has the imports done already."""
     before = Snapshot.take(case.inputs, [case.out_dir] if case.out_dir else [])
-    result = runner(case.module, case.argv, case.timeout_s, cwd=case.out_dir)
+    if case.signal_after_s is not None:
+        stop = EarlyStop(case.signal_after_s, case.stop_signal)
+        result = run_tool(case.module, case.argv, case.timeout_s, cwd=case.out_dir, stop=stop)
+    else:
+        result = runner(case.module, case.argv, case.timeout_s, cwd=case.out_dir)
     outputs = list(case.outputs)
     if result.returncode == 0 and case.out_dir is not None:
         old = before.folders[str(case.out_dir)]
         outputs += sorted(case.out_dir / name for name in _listing(case.out_dir)
                           if name not in old and name.endswith(_CHECKED)
                           and case.out_dir / name not in outputs)  # fmt: skip
-    names = [*case.names, *([case.out_dir] if case.out_dir is not None else [])]
+    names = [*case.names, *([case.out_dir] if case.out_dir and not case.culprits else [])]
     outcome = verdict(result, before, outputs, names=names, unnamed_errors=case.unnamed_errors,
-                      stdout_json=case.stdout_json)  # fmt: skip
+                      stdout_json=case.stdout_json, culprits=case.culprits)  # fmt: skip
     return result, outcome
 
 

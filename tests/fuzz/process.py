@@ -5,7 +5,10 @@ with the child's peak RSS (from ``wait4``) and wall time. :func:`fork_tool` runs
 ``main`` in a forked copy of this process, which skips the interpreter's start-up (tens of
 times the throughput when fuzzing; its peak RSS counts the parent's pages and means
 nothing). Both see tracebacks (printed as the interpreter would), signals and hangs alike,
-and kill the tool's whole process group after the time-out.
+and kill the tool's whole process group after the time-out. :func:`run_tool` can also
+stop the tool early (``signal_after_s``: Ctrl-C's SIGINT to its process group, or SIGTERM to
+the tool), running it as its console script does (:mod:`chakra.cli.launch`), so that the
+signal may land in its imports and argument parsing too.
 """
 
 from __future__ import annotations
@@ -45,9 +48,19 @@ def prog_of(module: str) -> str:
     return f"chakra_{module}"
 
 
-def _command(module: str, argv: Sequence[str]) -> list[str]:
+def _command(module: str, argv: Sequence[str], *, started_fd: Optional[int] = None) -> list[str]:
+    """The command line of a tool: ``python -m chakra.cli.<module>``; with ``started_fd``,
+    what its console script runs (``chakra.cli.launch.chakra_<module>``: the early signal
+    guard first, then the tool's imports), after closing ``started_fd`` (the write end of a
+    pipe: the parent sees the script's first line begin)."""
     if module.endswith(".py"):
         return [sys.executable, str(REPO_ROOT / module), *argv]
+    if started_fd is not None:
+        entry = f"chakra_{module}"
+        code = (f"import re, sys, os; os.close({started_fd}); "  # pip's wrapper, a mark
+                f"from chakra.cli.launch import {entry}; sys.argv[0] = {entry!r}; "
+                f"sys.exit({entry}())")  # fmt: skip
+        return [sys.executable, "-c", code, *argv]
     return [sys.executable, "-m", f"chakra.cli.{module}", *argv]
 
 
@@ -78,6 +91,9 @@ class RunResult:
     peak_rss_bytes: int
     timed_out: bool
     cwd: Optional[str] = None
+    #: the signal the runner sent to stop the tool early (``signal_after_s``), when it did
+    #: (not when the tool had already ended)
+    sent_signal: Optional[int] = None
 
     @property
     def prog(self) -> str:
@@ -96,16 +112,80 @@ def _limit_memory(address_space: Optional[int]) -> Callable[[], None]:
     return apply
 
 
-def _wait(pid: int, timeout_s: float) -> tuple[int, resource.struct_rusage, bool]:
+@dataclass(frozen=True)
+class EarlyStop:
+    """A signal to send ``after_s`` seconds after the start of the tool's console script
+    (its first line, not the interpreter's start-up before it, which no program's code can
+    guard): SIGINT to its process group (a terminal's Ctrl-C), SIGTERM to the tool alone
+    (``kill``, ``timeout``)."""
+
+    after_s: float
+    signal_number: int = signal.SIGINT
+
+    def send(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            if self.signal_number == signal.SIGINT:
+                os.killpg(pid, self.signal_number)
+            else:
+                os.kill(pid, self.signal_number)
+
+
+#: How long after a console script's first line its guard may still be unset: the line
+#: imports the package (``chakra/__init__``, then the launcher, a few ms) before the guard
+#: can be set. A signal due in that time waits for the guard (up to this), so that a run
+#: is judged on what the package can guard; a tool whose guard is not set by then gets
+#: the signal anyway (its handlers come only after imports and parsing: 0.3 s and more).
+GUARD_GRACE_S = 0.025
+
+
+def _guard_set(pid: int) -> bool:
+    """Whether the process ``pid`` catches SIGTERM (``/proc``'s ``SigCgt``): the guard of
+    :mod:`chakra.cli.launch` sets both signals' handlers; Python catches neither SIGTERM
+    nor, before its start-up ends, SIGINT. True where ``/proc`` cannot tell."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return True
+
+
+def _closed(fd: int) -> bool:
+    """Whether the other end of the pipe ``fd`` (non-blocking) is closed."""
+    try:
+        return os.read(fd, 1) == b""
+    except BlockingIOError:
+        return False
+
+
+def _wait(
+    pid: int,
+    timeout_s: float,
+    stop: Optional[EarlyStop] = None,
+    started_fd: Optional[int] = None,
+) -> tuple[int, resource.struct_rusage, bool, Optional[int]]:
     """Wait for ``pid`` (its own process group), killing the group after ``timeout_s``;
-    return its wait status, resource usage and whether it timed out."""
+    with ``stop``, send its signal ``stop.after_s`` after the script's start (the other end
+    of ``started_fd`` closed). Return the wait status, resource usage, whether it timed out
+    and the signal sent (None when the tool ended before)."""
     deadline = time.monotonic() + timeout_s
     pause = 0.002
     timed_out = False
+    sent: Optional[int] = None
+    started: Optional[float] = None
     while True:
         waited, status, usage = os.wait4(pid, os.WNOHANG)
         if waited == pid:
             break
+        if stop is not None and started is None and started_fd is not None and _closed(started_fd):
+            started = time.monotonic()
+        since = time.monotonic() - started if started is not None else -1.0
+        due = stop is not None and sent is None and 0 <= stop.after_s <= since
+        if due and (since >= GUARD_GRACE_S or _guard_set(pid)):
+            stop.send(pid)  # type: ignore[union-attr]
+            sent = stop.signal_number  # type: ignore[union-attr]
         if time.monotonic() > deadline:
             timed_out = True
             with contextlib.suppress(ProcessLookupError):
@@ -113,10 +193,10 @@ def _wait(pid: int, timeout_s: float) -> tuple[int, resource.struct_rusage, bool
             _, status, usage = os.wait4(pid, 0)
             break
         time.sleep(pause)
-        pause = min(pause * 1.5, 0.05)
+        pause = min(pause * 1.5, 0.05 if stop is None or sent is not None else 0.002)
     with contextlib.suppress(ProcessLookupError):  # what the tool started and left behind
         os.killpg(pid, signal.SIGKILL)
-    return status, usage, timed_out
+    return status, usage, timed_out, sent
 
 
 def _result(
@@ -129,6 +209,7 @@ def _result(
     err: Path,
     wall_s: float,
     cwd: Optional[Path],
+    sent: Optional[int] = None,
 ) -> RunResult:
     code = os.waitstatus_to_exitcode(status)
     read = lambda p: p.read_bytes().decode("utf-8", "backslashreplace")  # noqa: E731
@@ -143,6 +224,7 @@ def _result(
         peak_rss_bytes=usage.ru_maxrss * 1024,
         timed_out=timed_out,
         cwd=None if cwd is None else str(cwd),
+        sent_signal=sent,
     )
 
 
@@ -154,18 +236,54 @@ def run_tool(
     cwd: Optional[Path] = None,
     address_space: Optional[int] = DEFAULT_ADDRESS_SPACE,
     env: Optional[dict[str, str]] = None,
+    stop: Optional[EarlyStop] = None,
 ) -> RunResult:
     """Run ``python -m chakra.cli.<module> *argv`` (or the script ``module``, a path ending
     in ``.py`` relative to the repository) in its own session, with stdin empty; kill it and
-    everything it started after ``timeout_s``."""
-    import subprocess
-
+    everything it started after ``timeout_s``. With ``stop``, run it as its console script
+    does and send ``stop``'s signal that long after the start (once the script's first line
+    has set its guard)."""
     with tempfile.TemporaryDirectory(prefix="chakra-fuzz-run-") as scratch:
         out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
-        with out.open("wb") as out_f, err.open("wb") as err_f:
-            start = time.monotonic()
+        if stop is None:
+            status, usage, timed_out, sent, wall = _spawn(
+                _command(module, argv), out, err, cwd, address_space, env, timeout_s
+            )
+        else:  # the script closes the pipe's write end at its first line: the start
+            started_r, started_w = os.pipe()
+            try:
+                os.set_blocking(started_r, False)
+                command = _command(module, argv, started_fd=started_w)
+                status, usage, timed_out, sent, wall = _spawn(
+                    command, out, err, cwd, address_space, env, timeout_s, stop,
+                    (started_r, started_w),
+                )  # fmt: skip
+            finally:
+                os.close(started_r)
+        return _result(module, argv, status, usage, timed_out, out, err, wall, cwd, sent)
+
+
+def _spawn(
+    command: list[str],
+    out: Path,
+    err: Path,
+    cwd: Optional[Path],
+    address_space: Optional[int],
+    env: Optional[dict[str, str]],
+    timeout_s: float,
+    stop: Optional[EarlyStop] = None,
+    started_pipe: Optional[tuple[int, int]] = None,
+) -> tuple[int, resource.struct_rusage, bool, Optional[int], float]:
+    """Start ``command`` and wait for it (:func:`_wait`); the write end of ``started_pipe``
+    goes to the child alone (closed here once it is started)."""
+    import subprocess
+
+    with out.open("wb") as out_f, err.open("wb") as err_f:
+        start = time.monotonic()
+        try:
             proc = subprocess.Popen(
-                _command(module, argv),
+                command,
+                pass_fds=() if started_pipe is None else (started_pipe[1],),
                 stdin=subprocess.DEVNULL,
                 stdout=out_f,
                 stderr=err_f,
@@ -174,10 +292,13 @@ def run_tool(
                 start_new_session=True,
                 preexec_fn=_limit_memory(address_space),
             )
-            status, usage, timed_out = _wait(proc.pid, timeout_s)
-            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-            wall = time.monotonic() - start
-        return _result(module, argv, status, usage, timed_out, out, err, wall, cwd)
+        finally:
+            if started_pipe is not None:
+                os.close(started_pipe[1])
+        started_fd = None if started_pipe is None else started_pipe[0]
+        status, usage, timed_out, sent = _wait(proc.pid, timeout_s, stop, started_fd)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        return status, usage, timed_out, sent, time.monotonic() - start
 
 
 def fork_tool(
@@ -201,7 +322,7 @@ def fork_tool(
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
             _child(module, argv, out, err, cwd, address_space, env)
-        status, usage, timed_out = _wait(pid, timeout_s)
+        status, usage, timed_out, _ = _wait(pid, timeout_s)
         wall = time.monotonic() - start
         return _result(module, argv, status, usage, timed_out, out, err, wall, cwd)
 

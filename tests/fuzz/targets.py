@@ -14,6 +14,7 @@ import json
 import random
 import re
 import shutil
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,13 +44,16 @@ callback,sys->id=0,tick=9000,node->id=6,node->name=COMM_COLL_NODE
 @dataclass(frozen=True)
 class Seed:
     """One seed file of a format: its name, path, and the files a tool reads beside it
-    (``partner``: the other half of a host/Kineto pair; ``peer``: another rank's file)."""
+    (``partner``: the other half of a host/Kineto pair; ``peer``: another rank's file;
+    ``job``: every rank's (host ET, Kineto trace) of the seed's job, rank 0 first, the seed
+    being one of rank 0's)."""
 
     name: str
     path: Path
     partner: Optional[Path] = None
     peer: Optional[Path] = None
     weight: int = 3
+    job: tuple[tuple[Path, Path], ...] = ()
 
 
 @dataclass
@@ -78,6 +82,10 @@ def build_seeds(folder: Path) -> Seeds:
     folder.mkdir(parents=True, exist_ok=True)
     synth = folder / "synth"
     generate_job(SynthOptions(seed=1, ranks=2, steps=1, ops_per_step=30), synth)
+    synth3 = folder / "synth3"  # a 3-rank job, for chakra_pipeline -j 2 on a folder
+    generate_job(SynthOptions(seed=3, ranks=3, steps=1, ops_per_step=12), synth3)
+    job3 = tuple((synth3 / f"rank{r}.host_et.json", synth3 / f"rank{r}.kineto.json")
+                 for r in range(3))  # fmt: skip
     pairs = {
         "gloo": [(FIXTURES / "gloo_2rank" / f"rank{r}.host_et.json.gz",
                   FIXTURES / "gloo_2rank" / f"rank{r}.kineto.json.gz") for r in (0, 1)],
@@ -102,9 +110,10 @@ def build_seeds(folder: Path) -> Seeds:
     log.write_text(ASTRA_LOG)
 
     def pair_seeds(side: int) -> list[Seed]:
+        three = Seed("synth3", job3[0][side], partner=job3[0][1 - side], weight=2, job=job3)
         return [Seed(name, ranks[0][side], partner=ranks[0][1 - side],
-                     weight=1 if name == "single" else 3)
-                for name, ranks in pairs.items()]  # fmt: skip
+                     weight=1 if name == "single" else 3, job=tuple(ranks))
+                for name, ranks in pairs.items()] + [three]  # fmt: skip
 
     return Seeds(folder, {
         "host": pair_seeds(0),
@@ -195,6 +204,36 @@ def _pipeline(host_side: bool) -> CaseMaker:
         return Case("pipeline", ("--host-trace", str(host), "--device-trace", str(device),
                                  "--output-dir", str(o / "run"), "--no-plot"),
                     (m, s.partner), (), o)  # fmt: skip
+
+    return make
+
+
+def _pipeline_pool(host_side: bool) -> CaseMaker:
+    """``chakra_pipeline --trace-dir JOB -j 2`` on a folder of the seed's job (2 or 3 ranks)
+    whose rank 0 has the mutant for its host ET (or Kineto trace), the other files healthy
+    copies: an error raised in a worker process must reach the user as one line naming the
+    mutant's file, as with ``-j 1``. A seed of a 1-rank job gets :func:`_pipeline`."""
+    single_rank = _pipeline(host_side)
+
+    def make(m: Path, s: Seed, o: Path, rng: random.Random) -> Case:
+        if len(s.job) < 2:
+            return single_rank(m, s, o, rng)
+        job = m.parent / "job"
+        job.mkdir()
+        files = []
+        for rank, pair in enumerate(s.job):
+            for source, kind in zip(pair, ("host_et", "kineto")):
+                gz = ".gz" if source.name.endswith(".gz") else ""
+                copy = job / f"rank{rank}.{kind}.json{gz}"
+                shutil.copyfile(source, copy)
+                files.append(copy)
+        at = 0 if host_side else 1
+        files[at].unlink()
+        files[at] = files[at].with_name(files[at].name.removesuffix(".gz"))  # gzip is sniffed
+        shutil.copyfile(m, files[at])
+        return Case("pipeline", ("--trace-dir", str(job), "--output-dir", str(o / "run"),
+                                 "--no-plot", "-j", "2"), (m, *files), (), o,
+                    culprits=(files[at],))  # fmt: skip
 
     return make
 
@@ -299,10 +338,11 @@ class Format:
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("host", _mutate_json("compact"), ".json",
-           ((4, _link_host), (4, _convert("--rank", "0")), (2, _trace_info), (2, _sim),
-            (1, _pipeline(True)))),
+           ((4, _link_host), (2, _pipeline_pool(True)), (4, _convert("--rank", "0")),
+            (2, _trace_info), (2, _sim), (1, _pipeline(True)))),
     Format("kineto", _mutate_json("compact"), ".json",
-           ((6, _link_device), (2, _trace_info), (1, _pipeline(False)))),
+           ((6, _link_device), (2, _pipeline_pool(False)), (2, _trace_info),
+            (1, _pipeline(False)))),
     Format("et_plus", _mutate_json("et_plus"), ".json",
            ((5, _convert()), (3, _sim), (1, _trace_info))),
     Format("et", _mutate_et, ".et",
@@ -347,6 +387,20 @@ def _pick(rng: random.Random, table: Sequence[tuple[int, Any]]) -> Any:
     return weighted(rng, table)
 
 
+#: One case in this many (of every format) is stopped early by a signal: Ctrl-C (SIGINT)
+#: or SIGTERM, 0 to ``SIGNAL_WITHIN_S`` seconds after the start (imports and argument
+#: parsing take the first 0.3 to 0.9 s); the tool must end with status 130 or 143 and one
+#: line, or have ended before.
+SIGNALLED_ONE_IN = 10
+SIGNAL_WITHIN_S = 1.5
+
+
+def _signalled(case: Case, rng: random.Random) -> Case:
+    stop = (signal.SIGINT, signal.SIGTERM)[rng.randrange(2)]
+    after_s = round(rng.uniform(0.0, SIGNAL_WITHIN_S), 3)
+    return dataclasses.replace(case, signal_after_s=after_s, stop_signal=stop)
+
+
 def _is_deadlock(result: RunResult) -> bool:
     """chakra_sim's replay deadlocked: a simulation outcome (each thread and stream runs its
     nodes in the file's order, and the ranks meet at every collective), not something a
@@ -377,6 +431,8 @@ def fuzz_one(
     mutant = inputs / f"mutant{fmt.suffix}"
     mutant.write_bytes(data)
     case = dataclasses.replace(_pick(rng, fmt.tools)(mutant, seed, out, rng), timeout_s=timeout_s)
+    if rng.randrange(SIGNALLED_ONE_IN) == 0:
+        case = _signalled(case, rng)
     runs = []
     if format_name == "et" and case.module == "sim":
         check = Case("validate", tuple(map(str, case.inputs)), case.inputs, (), out,

@@ -15,13 +15,16 @@ that the guard is set within milliseconds of the start.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
 from importlib import import_module
-from types import FrameType
-from typing import Optional
+
+from chakra import TYPE_CHECKING
+
+if TYPE_CHECKING:  # not typing itself: the guard is set before any import that takes time
+    from types import FrameType
+    from typing import Optional
 
 _prog = "chakra"  # the running tool's name, for the guard's line
 
@@ -77,7 +80,20 @@ def chakra_visualizer() -> None:
 def _launch(prog: str, module: str) -> None:
     """Set the guard for ``prog``, then import ``module`` and run its ``main`` (which exits)."""
     install_guard(prog)
+    import atexit
+
+    atexit.register(_ignore_late_signals)  # the first registered: the last to run
     import_module(module).main()
+
+
+def _ignore_late_signals() -> None:
+    """The last exit handler: SIGINT and SIGTERM are ignored from here to the end. The
+    interpreter resets a signal with a Python handler to its default action once the exit
+    handlers have run, before it frees the modules and their objects (tens of ms after a
+    tool that loaded numpy); a signal in that time killed a tool that had done its work and
+    printed its last line (status -2 or -15). The process now ends with its own status."""
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
 
 
 def install_guard(prog: str) -> None:
@@ -95,8 +111,12 @@ def _end_quietly(signum: int, frame: Optional[FrameType]) -> None:
     in a ``finally`` or a ``__del__`` and be printed, or be swallowed)."""
     what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
     for stream in (sys.stdout, sys.stderr):  # what was printed before the signal
-        with contextlib.suppress(OSError, RuntimeError, ValueError):  # closed, mid-write
+        try:  # noqa: SIM105 - not contextlib.suppress: this module loads nothing slow
             stream.flush()
-    with contextlib.suppress(OSError):
+        except (OSError, RuntimeError, ValueError):  # closed, mid-write
+            pass
+    try:  # noqa: SIM105
         os.write(2, f"{_prog}: {what}\n".encode())
+    except OSError:
+        pass
     os._exit(128 + signum)
