@@ -80,3 +80,21 @@ def test_two_kineto_traces_of_one_rank(profiler_named_job: Path, tmp_path: Path)
         r"trace\.json, worker0_step_1\d\.\d+\.pt\.trace\.json",
     ):
         ranks_in_folder(folder)
+
+
+def test_a_rank_whose_host_trace_is_not_one_is_named(
+    profiler_named_job: Path, tmp_path: Path
+) -> None:
+    """Rank 0's host-named file holds only blanks while rank 1 has its host ET: the error
+    names that file (it named only the folder: "ranks [0] have a Kineto trace but no host
+    trace"; fuzzing found it through chakra_pipeline --trace-dir -j 2)."""
+    folder = tmp_path / "blank"
+    folder.mkdir()
+    for path in profiler_named_job.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "worker0_step_12.host_et.json").write_text("  \n ")
+    with pytest.raises(ChakraError) as raised:
+        ranks_in_folder(folder)
+    assert str(raised.value).startswith(
+        f"{folder / 'worker0_step_12.host_et.json'}: named like rank 0's host execution trace"
+    )

@@ -7,9 +7,10 @@ import logging
 import re
 from typing import Optional
 
+from chakra.errors import ChakraError
 from chakra.fileio.location import Location, list_folder, name_of
 from chakra.ingest.detect import TraceKind, peek_kind
-from chakra.link.batch import TRACE_SUFFIXES, pair_by_rank, pair_ranks
+from chakra.link.batch import TRACE_SUFFIXES, pair_by_rank, pair_ranks, rank_in_name
 from chakra.pipeline.run import RankFiles
 from chakra.progress import activity
 
@@ -37,17 +38,26 @@ def is_host_name(name: str) -> bool:
 
 def _host_traces(candidates: list[Location]) -> list[Location]:
     """The candidates whose content is a host ET (its head's keys say so); any other is left
-    out with a warning naming what it is."""
-    hosts = []
+    out with a warning naming what it is, unless other ranks have host ETs: then a rank
+    whose only host-named file is not one is an error naming that file (its rank would
+    otherwise be refused as having no host trace, naming only the folder)."""
+    hosts, skipped = [], []
     for path in candidates:
         kind = peek_kind(path)
         if kind is TraceKind.HOST_ET:
             hosts.append(path)
         else:
-            what = kind.value if kind is not None else "no trace recognised"
-            logger.warning(
-                "%s: named like a host execution trace but is not one (%s): skipped", path, what
+            skipped.append((path, kind.value if kind is not None else "no trace recognised"))
+    with_host = {rank_in_name(name_of(path)) for path in hosts}
+    for path, what in skipped:
+        rank = rank_in_name(name_of(path))
+        if hosts and rank is not None and rank not in with_host:
+            raise ChakraError(
+                f"{path}: named like rank {rank}'s host execution trace but is not one "
+                f"({what}), and the other ranks have host traces"
             )
+        logger.warning("%s: named like a host execution trace but is not one (%s): skipped",
+                       path, what)  # fmt: skip
     return hosts
 
 
