@@ -19,7 +19,7 @@ from chakra.convert.collectives import (
     kind_from_name,
 )
 from chakra.convert.et_plus_input import EtPlusNode
-from chakra.et.astra_sim import STAND_INS
+from chakra.et.astra_sim import INT32_MAX, STAND_INS
 from chakra.et.schema import CollectiveCommType, NodeType
 from chakra.ingest.host_comms import RANK_LIMIT, group_problem, table_problem
 from chakra.ingest.host_json import NULL_JSON
@@ -278,11 +278,18 @@ class Classifier:
         holds this rank, and a tag numbering the pair's messages in each direction."""
         send = kind is PointToPoint.SEND
         src = dst = tag = None
+        peer = None
         if ranks is not None and len(ranks) == 2 and self.rank in ranks:
             peer = ranks[1] if ranks[0] == self.rank else ranks[0]
+        if peer is not None and peer <= INT32_MAX:  # comm_src/comm_dst are int32 in a .et
             src, dst = (self.rank, peer) if send else (peer, self.rank)
             tag = self.p2p_count[(group or "", src, dst)]
             self.p2p_count[(group or "", src, dst)] += 1
+        elif peer is not None:
+            self.guesses[
+                f"send/recv ops whose peer rank is above {INT32_MAX:,} (a .et's comm_src and "
+                "comm_dst are int32): no comm_src/comm_dst"
+            ] += 1
         else:
             self.guesses[
                 "send/recv ops whose peer rank is unknown here: no comm_src/comm_dst "
