@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from typing import Optional, TypeVar
 
 import msgspec
 
-from chakra.errors import FileAccessError
+from chakra.errors import ChakraError, FileAccessError
+from chakra.fileio.compressed import read_input
 from chakra.fileio.location import Location, location, open_url, url_filesystem
 from chakra.fileio.regular import open_regular
 
@@ -77,3 +79,15 @@ def same_files(recorded: Sequence[FileDigest], current: Sequence[Location]) -> b
     if any(file_size(path) != record.size for path, record in zip(current, recorded)):
         return False
     return all(file_digest(path).same_content(r) for path, r in zip(current, recorded))
+
+
+_Record = TypeVar("_Record")
+
+
+def read_record(given: Location, kind: type[_Record]) -> Optional[_Record]:
+    """The JSON record of type ``kind`` (a run's manifest) at ``given``; None when it is
+    missing, unreadable or not one: the work it would prove is then done again."""
+    try:
+        return msgspec.json.decode(read_input(given), type=kind)
+    except (OSError, ChakraError, msgspec.DecodeError):
+        return None

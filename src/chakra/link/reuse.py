@@ -25,9 +25,9 @@ import msgspec
 
 import chakra
 from chakra.errors import ChakraError
-from chakra.fileio import AtomicGroup, atomic_output, read_input
+from chakra.fileio import AtomicGroup, atomic_output
 from chakra.fileio.atomic import Pending
-from chakra.fileio.digest import FileDigest, named_digest, same_files
+from chakra.fileio.digest import FileDigest, named_digest, read_record, same_files
 from chakra.fileio.location import Location, name_of
 from chakra.link.linked_trace import LinkReport, RankResult
 from chakra.link.report import missing_parts
@@ -88,20 +88,12 @@ def write_manifest(
         out.write(msgspec.json.format(msgspec.json.encode(manifest), indent=2))
 
 
-def _load(path: Path) -> Optional[LinkManifest]:
-    """The manifest at ``path``, or None if it is not one."""
-    try:
-        return msgspec.json.decode(read_input(path), type=LinkManifest)
-    except (OSError, ChakraError, msgspec.DecodeError):
-        return None
-
-
 def check_linked(output: Path, rank: int, inputs: Sequence[Location], settings: Any) -> Proof:
     """Whether the ET+ ``output`` of ``rank`` can be reused: see the module doc."""
     manifest_file = manifest_path(output, rank)
     if not manifest_file.exists():
         return Proof(None, "no manifest" if output.exists() else "not linked yet")
-    manifest = _load(manifest_file)
+    manifest = read_record(manifest_file, LinkManifest)
     if manifest is None:
         return Proof(None, "manifest unreadable")
     if manifest.chakra_version != VERSION:

@@ -36,8 +36,8 @@ import msgspec
 
 import chakra
 from chakra.errors import ChakraError
-from chakra.fileio import atomic_output, read_input
-from chakra.fileio.digest import FileDigest, named_digest, same_files
+from chakra.fileio import atomic_output
+from chakra.fileio.digest import FileDigest, named_digest, read_record, same_files
 from chakra.fileio.location import Location, join, missing, name_of
 from chakra.pipeline.fresh import FinishedWork
 from chakra.pipeline.option_values import ET_PREFIX
@@ -117,21 +117,13 @@ def note_rewritten(folder: Location, ranks: list[int], et_prefix: str = ET_PREFI
     (it will be recomputed)."""
     for rank in ranks:
         _, et, report = rank_outputs(folder, rank, et_prefix)
-        manifest = _load(report)
+        manifest = read_record(report, Manifest)
         if manifest is None or len(manifest.outputs) != 2:
             continue
         outputs = (manifest.outputs[0], _output_digest(et))
         with atomic_output(report, compress=False) as out:
             updated = msgspec.structs.replace(manifest, outputs=outputs)
             out.write(msgspec.json.format(msgspec.json.encode(updated), indent=2))
-
-
-def _load(report: Location) -> Optional[Manifest]:
-    """The manifest at ``report``, or None if it is missing or not one."""
-    try:
-        return msgspec.json.decode(read_input(report), type=Manifest)
-    except (OSError, ChakraError, msgspec.DecodeError):
-        return None
 
 
 def check_rank(
@@ -147,7 +139,7 @@ def check_rank(
     absent = missing([et_plus, et, report])
     if len(absent) == 3:
         return Verdict(None, "not computed yet")
-    manifest = _load(report) if report not in absent else None
+    manifest = read_record(report, Manifest) if report not in absent else None
     if manifest is None:
         return Verdict(None, "no manifest" if report in absent else "manifest unreadable")
     if manifest.chakra_version != VERSION:
@@ -200,7 +192,7 @@ def finished_work(folder: Path, et_prefix: str = ET_PREFIX) -> FinishedWork:
     ranks = []
     for entry in os.scandir(folder):
         match = _MANIFEST.match(entry.name)
-        manifest = _load(Path(entry.path)) if match else None
+        manifest = read_record(Path(entry.path), Manifest) if match else None
         if match is None or manifest is None or len(manifest.outputs) != 2:
             continue
         ranks.append(int(match[1]))
