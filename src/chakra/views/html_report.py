@@ -75,8 +75,8 @@ def render_report_html(
     sections = []
     for r in ranks:
         opened = r["rank"].value == slowest
-        busy_of = by_rank.get(r["rank"].value) if charted is None or r["rank"].value in charted \
-            else None  # fmt: skip
+        drawn = charted is None or r["rank"].value in charted
+        busy_of = by_rank.get(r["rank"].value) if drawn else None
         rows = None if opened else limited
         sections.append(rank_section(r, busy_of, span, doc["what_if"], opened, rows))
     body = [f"<h1>{heading}</h1><p class=\"note\">{len(ranks)} ranks: linked, converted and "
