@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 import chakra
 from chakra.errors import ChakraError
 from chakra.synth import SynthOptions, generate_job
-from chakra.workers import process_pool
+from chakra.workers import forked, process_pool
 
 psutil = pytest.importorskip("psutil")  # a test dependency, not the package's
 
@@ -251,3 +252,32 @@ def test_a_stop_signal_outside_a_task_is_noted_and_no_task_starts_after_it(
     with pytest.raises(KeyboardInterrupt):
         workers._task(ran.append, True)
     assert ran == [] and ended == [128 + signal.SIGINT]
+
+
+def _memory_and_pid(data: memoryview) -> tuple[int, int]:
+    return sum(data), os.getpid()
+
+
+def test_forked_work_sees_unpicklable_memory_and_runs_in_another_process() -> None:
+    data = memoryview(bytearray(range(10)))  # a memoryview cannot be pickled
+    with forked(lambda: _memory_and_pid(data)) as future:
+        total, pid = future.result(timeout=60)
+    assert total == 45 and pid != os.getpid()
+
+
+def test_forked_work_raises_its_error_in_the_parent() -> None:
+    def fail() -> None:
+        raise ChakraError("timeline.json: cannot write it as JSON")
+
+    with forked(fail) as future, pytest.raises(ChakraError, match="cannot write it as JSON"):
+        future.result(timeout=60)
+
+
+def test_forked_work_runs_here_where_processes_cannot_fork(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    with forked(os.getpid) as future:
+        assert future.result() == os.getpid()
+    with forked(lambda: 1 // 0) as future, pytest.raises(ZeroDivisionError):
+        future.result()

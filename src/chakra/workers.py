@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import multiprocessing
 import os
 import pickle
 import signal
@@ -31,8 +32,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.context import BaseContext
 from types import FrameType, TracebackType
 from typing import Any, Callable, Optional
 
@@ -82,10 +85,49 @@ class _Pool(ProcessPoolExecutor):
         return False
 
 
-def process_pool(workers: int) -> ProcessPoolExecutor:
+def process_pool(workers: int, context: Optional[BaseContext] = None) -> ProcessPoolExecutor:
     """A pool of ``workers`` processes that end with this one, and stop their tasks when
-    the pool's block raises (see the module doc)."""
-    return _Pool(max_workers=workers, initializer=_start_worker, initargs=(os.getpid(),))
+    the pool's block raises (see the module doc); ``context``: how they start (None: the
+    platform's default)."""
+    return _Pool(
+        max_workers=workers, mp_context=context, initializer=_start_worker,
+        initargs=(os.getpid(),),
+    )  # fmt: skip
+
+
+#: In this process while :func:`forked` starts its worker: the work the worker inherits.
+_inherited: Optional[Callable[[], Any]] = None
+
+
+@contextlib.contextmanager
+def forked(work: Callable[[], Any]) -> Iterator[Future]:
+    """``work()`` begun now in a worker of a one-process :func:`process_pool` that a fork
+    starts: it sees this process's memory as it is now, so nothing is pickled on the way
+    in (objects over memoryviews cannot be); only its result or error comes back (pickled).
+    Yields its future; leaving the block waits for the work, or stops it where the block
+    raises. Where processes cannot fork, ``work`` runs here, at once."""
+    global _inherited
+    if "fork" not in multiprocessing.get_all_start_methods():
+        done: Future = Future()
+        try:
+            done.set_result(work())
+        except Exception as exc:
+            done.set_exception(exc)
+        yield done
+        return
+    with process_pool(1, multiprocessing.get_context("fork")) as pool:
+        _inherited = work
+        try:  # a fork pool starts its worker in the first submit
+            future = pool.submit(_run_inherited)
+        finally:
+            _inherited = None
+        yield future
+
+
+def _run_inherited() -> Any:
+    if _inherited is None:
+        raise RuntimeError("forked: the worker did not inherit its work")
+    return _inherited()
 
 
 def _start_worker(parent_pid: int) -> None:

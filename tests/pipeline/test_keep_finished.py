@@ -74,9 +74,9 @@ POINTS = {
     # rank 1 linked (its ET+ committed) but not converted: rank 0 alone is proven
     "converting rank 1": (run_module, "convert_file", 2, RANK_FILES[0], [0]),
     # every rank done, before the cross-rank step
-    "all ranks done": (run_module, "agree_files", 1, RANK_FILES[0] | RANK_FILES[1], [0, 1]),
+    "all ranks done": (run_module, "agree_reads", 1, RANK_FILES[0] | RANK_FILES[1], [0, 1]),
     # the .et family and its comm-group file committed, the replay under way
-    "simulating": (run_module, "simulate_files", 1, RANK_FILES[0] | RANK_FILES[1] | {GROUPS},
+    "simulating": (run_module, "simulate", 1, RANK_FILES[0] | RANK_FILES[1] | {GROUPS},
                    [0, 1]),
     # the timeline and report.json written into the job's group, the page not: none stays
     "writing the page": (outputs_module, "write_report_html", 1,

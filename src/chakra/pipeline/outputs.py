@@ -26,6 +26,7 @@ from chakra.pipeline.timeline_file import (
 )
 from chakra.pipeline.timeline_file import (
     TimelineOptions,
+    timeline_beside,
     timeline_entry,
     write_timeline,
 )
@@ -54,6 +55,8 @@ class OutputOptions(msgspec.Struct, frozen=True):
     what_if: Optional[tuple[Scenario, ...]] = None
     timeline: TimelineOptions = TimelineOptions()
     astra_sim_profile: str = "full"
+    #: write the timeline in a second process while the other views are drawn (jobs > 1)
+    beside: bool = False
 
 
 class OutputFiles(msgspec.Struct, frozen=True):
@@ -97,8 +100,26 @@ def write_outputs(
     else:
         what_if = run_scenarios(result, options.what_if)
     job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
-    with activity("writing the timeline"):
-        timeline = write_timeline(result, folder, options.timeline, job, group)
+    if options.beside:
+        with timeline_beside(result, folder, options.timeline, job, group) as timeline_path:
+            picture, report, page = _other_views(result, reports, job, folder, options, group,
+                                                 what_if, agreement)  # fmt: skip
+            with activity("writing the timeline"):
+                timeline = timeline_path()
+    else:
+        with activity("writing the timeline"):
+            timeline = write_timeline(result, folder, options.timeline, job, group)
+        picture, report, page = _other_views(result, reports, job, folder, options, group,
+                                             what_if, agreement)  # fmt: skip
+    return OutputFiles(timeline, picture, report, page, what_if, job)
+
+
+def _other_views(
+    result: SimResult, reports: Sequence[RankReport], job: JobSummary, folder: Location,
+    options: OutputOptions, group: Optional[AtomicGroup], what_if: list[WhatIf],
+    agreement: dict[str, Any],
+) -> tuple[Optional[Location], Location, Optional[Location]]:  # fmt: skip
+    """The plot, report.json and report.html: where they went (None: not drawn)."""
     with activity(f"drawing {PLOT}"), gc_paused():  # matplotlib's artists: 0.15 of 1.3 s
         picture = _plot(result, folder, options.plot, group, shown_ranks(job, len(reports)))
     document = {"job": msgspec.to_builtins(job), "agreement": agreement,
@@ -115,7 +136,7 @@ def write_outputs(
         title = f"Chakra pipeline report: {count} rank{'s' if count != 1 else ''}"
         with activity(f"writing {PAGE}"):
             write_report_html(page, document, busy_series(result), title, group)
-    return OutputFiles(timeline, picture, report, page, what_if, job)
+    return picture, report, page
 
 
 def _plot(

@@ -86,9 +86,10 @@ from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes
 from chakra.pipeline.summary import bound_line, host_source_line, job_lines, rank_table
 from chakra.pipeline.timeline_file import TimelineOptions, checked_options
 from chakra.progress import Progress, bars_on
-from chakra.ranks import agree_files, require_ends, rewrite_files
-from chakra.simulate.replay import SimOptions
-from chakra.simulate.run import simulate_files
+from chakra.ranks import require_ends, rewrite_files
+from chakra.ranks.rank_read import RankRead, agree_reads, graphs_of, try_read_rank
+from chakra.simulate.rank_order import files_in_rank_order
+from chakra.simulate.replay import SimOptions, simulate
 from chakra.simulate.scenarios import Scenario, WhatIf
 from chakra.views.job import JobSummary
 from chakra.workers import process_pool
@@ -139,8 +140,17 @@ class RankOptions(msgspec.Struct, frozen=True):
     et_prefix: str = ET_PREFIX
 
 
-def _link_and_convert(job: tuple[RankFiles, Location, RankOptions, Labels]) -> dict[str, Any]:
-    files, folder, options, labels = job
+class RankWork(msgspec.Struct, frozen=True):
+    """A rank's link-and-convert entry for its report and, when its worker read the ``.et``
+    it wrote (:mod:`chakra.ranks.rank_read`), that read (None: reused, or unreadable)."""
+
+    entry: dict[str, Any]
+    read: Optional[RankRead] = None
+
+
+def _link_and_convert(job: tuple[RankFiles, Location, RankOptions, Labels, int]) -> RankWork:
+    """One rank's stages in a worker; ``job``'s last item: the rank's position in the job."""
+    files, folder, options, labels, position = job
     et_plus, et, report = rank_outputs(folder, files.rank, options.et_prefix)
     inputs = digest_inputs(files.inputs, labels)  # before reading them
     link = link_files(files.host, files.device, et_plus, options.link)
@@ -152,7 +162,8 @@ def _link_and_convert(job: tuple[RankFiles, Location, RankOptions, Labels]) -> d
         "link": msgspec.to_builtins(link), "convert": msgspec.to_builtins(conversion),
     }  # fmt: skip
     write_rank_report(report, entry, options, inputs, (et_plus, et))
-    return entry
+    # read here, beside the other ranks' linking, rather than by the parent after them all
+    return RankWork(entry, try_read_rank(et, position) if isinstance(et, Path) else None)
 
 
 def _execute(work: list, execution: Execution, on_done: Any) -> list:
@@ -201,19 +212,20 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
 def _prepare(
     ranks: list[RankFiles], folder: Location, options: RankOptions, execution: Execution
 ) -> tuple[list, list[int]]:
-    """Every rank's report entry (sorted by rank) and the ranks reused from an earlier run."""
-    reused: list[dict[str, Any]] = []
+    """Every rank's work (sorted by rank) and the ranks reused from an earlier run."""
+    reused: list[RankWork] = []
     work = []
     labels = iter(input_labels([path for files in ranks for path in files.inputs]))
+    position = {rank: i for i, rank in enumerate(sorted(files.rank for files in ranks))}
     for files in ranks:
         rank_labels = tuple(next(labels) for _ in files.inputs)
         entry = None
         if execution.resume:
             entry = reusable_entry(folder, files.rank, files.inputs, options, options.et_prefix)
         if entry is not None:
-            reused.append(entry)
+            reused.append(RankWork(entry))
         else:
-            work.append((files, folder, options, rank_labels))
+            work.append((files, folder, options, rank_labels, position[files.rank]))
     if reused:
         logger.info(
             "reusing %d of %d ranks from an earlier run (same inputs, options and "
@@ -233,8 +245,8 @@ def _prepare(
         bar.close()
         raise
     bar.finish()
-    entries = sorted(reused + results, key=lambda r: r["rank"])
-    return entries, sorted(entry["rank"] for entry in reused)
+    prepared = sorted(reused + results, key=lambda r: r.entry["rank"])
+    return prepared, sorted(work.entry["rank"] for work in reused)
 
 
 def run_pipeline(
@@ -283,7 +295,7 @@ def run_pipeline(
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
     shown = checked_options(timeline, [files.rank for files in ranks])
     scenarios = None if what_if is None else tuple(what_if)
-    outputs = OutputOptions(plot, html, scenarios, shown, astra_sim_profile)
+    outputs = OutputOptions(plot, html, scenarios, shown, astra_sim_profile, beside=jobs > 1)
     output_dir = location(output_dir)
     check_inputs(ranks)
     refuse_overwriting(ranks, output_dir, et_prefix)
@@ -305,8 +317,9 @@ def _stages(
     """Every stage of :func:`run_pipeline`, into the existing ``output_dir``."""
     et_prefix = rank_options.et_prefix
     prepared, reused = _prepare(ranks, output_dir, rank_options, execution)
-    ets = [join(output_dir, r["et"]) for r in prepared]
-    agreement = agree_files(ets)  # the i-th collective of a group: one operation everywhere
+    ets = [join(output_dir, work.entry["et"]) for work in prepared]
+    reads = [work.read for work in prepared]
+    agreement = agree_reads(ets, reads)  # the i-th collective of a group: one operation
     require_ends(ets, agreement)
     rewritten = rewrite_files(ets, agreement)
     note_rewritten(output_dir, rewritten, et_prefix)
@@ -314,8 +327,10 @@ def _stages(
     if groups is not None:  # with the .et family, which ASTRA-sim runs whatever fails next
         write_comm_groups(groups, agreement.groups)
     with job_step("simulating the job", output_dir):
-        replay = simulate_files(ets, options=SimOptions(explain=True))
-    reports = rank_reports(prepared, replay)
+        again = {str(ets[position]) for position in rewritten}
+        graphs = graphs_of(files_in_rank_order(ets), reads, again)
+        replay = simulate(graphs, SimOptions(explain=True))
+    reports = rank_reports([work.entry for work in prepared], replay)
     # the job's files appear together, or none
     with job_step("the what-if runs and the job's outputs", output_dir), AtomicGroup() as job:
         files = write_outputs(

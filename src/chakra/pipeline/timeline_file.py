@@ -8,10 +8,14 @@ over :data:`WARN_ABOVE_BYTES`."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import queue
+import shutil
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Optional, Union
 
@@ -25,7 +29,8 @@ from chakra.pipeline.option_values import TIMELINE_ALL, TIMELINE_AUTO
 from chakra.simulate.sim_result import SimResult
 from chakra.views.job import JobSummary, shown_ranks
 from chakra.views.timeline import chrome_trace
-from chakra.views.timeline_window import WindowChoice, resolve_window
+from chakra.views.timeline_window import TimeWindow, WindowChoice, resolve_window
+from chakra.workers import forked
 
 logger = logging.getLogger(__name__)
 #: Its names in the output folder: plain, and compressed.
@@ -116,11 +121,73 @@ class _Overlapped:
             raise self._failure
 
 
+class _Written(msgspec.Struct, frozen=True):
+    """A timeline file written: its name, events and characters of JSON."""
+
+    name: str
+    events: int
+    chars: int
+
+
+class _Plan(msgspec.Struct, frozen=True):
+    """What the timeline shows: the ranks (by rank id, None: all) and the window."""
+
+    ranks: Optional[tuple[int, ...]]
+    window: Optional[TimeWindow]
+
+
 def write_timeline(result: SimResult, folder: Location, options: TimelineOptions, job: JobSummary,
                    group: Optional[AtomicGroup] = None) -> Optional[Location]:  # fmt: skip
     """Write the timeline ``options`` ask for into ``folder`` (with ``group``: when it
     commits); its path, or None when ``options.write`` is False. A timeline an earlier run
     left under the other name (or any, when none is written) goes too."""
+    plan = _plan(result, options, job, folder, group)
+    if plan is None:
+        return None
+    return _warned(folder, _write(result, plan, folder, group))
+
+
+@contextlib.contextmanager
+def timeline_beside(
+    result: SimResult, folder: Location, options: TimelineOptions, job: JobSummary,
+    group: Optional[AtomicGroup] = None,
+) -> Iterator[Callable[[], Optional[Location]]]:  # fmt: skip
+    """:func:`write_timeline` in a forked process (:func:`chakra.workers.forked`) while the
+    block runs; yields the function that waits for it and returns what it would (call it
+    in the block). The timeline is the costliest view: this overlaps it with the others."""
+    plan = _plan(result, options, job, folder, group)
+    if plan is None:
+        yield lambda: None
+        return
+    with tempfile.TemporaryDirectory(prefix="chakra-timeline-") as scratch:
+        written = functools.partial(_write, result, plan, Path(scratch), None)
+        with forked(written) as future:
+
+            def finish() -> Optional[Location]:
+                done: _Written = future.result()
+                path = join(folder, done.name)
+                _obsolete([join(folder, _other(done.name))], group)
+                source = Path(scratch) / done.name
+                with (
+                    atomic_output(path, compress=False, group=group) as out,
+                    source.open("rb") as raw,
+                ):
+                    shutil.copyfileobj(raw, out)
+                return _warned(folder, done)
+
+            yield finish
+
+
+def _copy(source: Path, path: Location, group: Optional[AtomicGroup]) -> None:
+    with source.open("rb") as raw, atomic_output(path, compress=False, group=group) as out:
+        shutil.copyfileobj(raw, out)
+
+
+def _plan(
+    result: SimResult, options: TimelineOptions, job: JobSummary, folder: Location,
+    group: Optional[AtomicGroup],
+) -> Optional[_Plan]:  # fmt: skip
+    """What the timeline shows, logged; None (an earlier timeline then goes) for none."""
     if not options.write:
         _obsolete([join(folder, TIMELINE), join(folder, TIMELINE_GZ)], group)
         return None
@@ -134,27 +201,41 @@ def write_timeline(result: SimResult, folder: Location, options: TimelineOptions
         None if shown is None else [r for r, g in enumerate(result.graphs) if g.rank in shown]
     )
     window = None if options.window is None else resolve_window(options.window, result, positions)
+    return _Plan(shown, window)
+
+
+def _other(name: str) -> str:
+    return TIMELINE if name == TIMELINE_GZ else TIMELINE_GZ
+
+
+def _write(
+    result: SimResult, plan: _Plan, folder: Location, group: Optional[AtomicGroup]
+) -> _Written:
+    """Build the timeline and write it into ``folder``, compressed when it is big."""
     # hundreds of thousands of acyclic event dicts: collections would traverse them again
     # and again while they are built (a third of the build's time on 8 ranks x 4,000 ops)
     with gc_paused():
-        document = chrome_trace(result, compare=True, ranks=shown, window=window)
+        document = chrome_trace(result, compare=True, ranks=plan.ranks, window=plan.window)
         events = len(document["traceEvents"])
-        name, other = (
-            (TIMELINE_GZ, TIMELINE) if events > GZIP_ABOVE_EVENTS else (TIMELINE, TIMELINE_GZ)
-        )
+        name = TIMELINE_GZ if events > GZIP_ABOVE_EVENTS else TIMELINE
         path = join(folder, name)
-        _obsolete([join(folder, other)], group)
+        _obsolete([join(folder, _other(name))], group)
         with atomic_output(path, text=True, group=group) as out:
             counting = _Overlapped(out)
             try:
                 dump_finite(document, counting, path)  # type: ignore[arg-type]
             finally:
                 counting.close()
-    if counting.written > WARN_ABOVE_BYTES:
+    return _Written(name, events, counting.written)
+
+
+def _warned(folder: Location, written: _Written) -> Location:
+    """The timeline's path, after a warning when it is too big for Perfetto's UI."""
+    if written.chars > WARN_ABOVE_BYTES:
         logger.warning("the timeline holds %d events (%d MB of JSON): Perfetto's UI may not load "
                        "it; --timeline-ranks, --timeline-window or --no-timeline make it smaller",
-                       events, counting.written // 1000000)  # fmt: skip
-    return path
+                       written.events, written.chars // 1000000)  # fmt: skip
+    return join(folder, written.name)
 
 
 def _obsolete(paths: Sequence[Location], group: Optional[AtomicGroup]) -> None:
