@@ -13,7 +13,10 @@ import pytest
 
 from chakra.errors import ChakraError
 from chakra.pipeline import RankFiles, run_pipeline, timeline_file
+from chakra.pipeline.option_values import TIMELINE_ALL, TIMELINE_AUTO
+from chakra.pipeline.timeline_file import TimelineOptions, ranks_known_shown
 from chakra.synth import SynthOptions, generate_job
+from chakra.views import timeline_args
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +73,31 @@ def test_an_error_writing_the_timeline_fails_the_job_and_leaves_no_job_file(
     names = {path.name for path in tmp_path.iterdir()}
     assert not names & {"report.json", "report.html", "timeline.json", "timeline.json.gz"}
     assert "workload.0.et" in names  # the finished ranks stay
+
+
+def test_the_timeline_takes_the_shapes_the_rank_workers_read(
+    ranks: list[RankFiles], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reference = run_pipeline(ranks, tmp_path / "one", plot=False, html=False)
+
+    def unread(*args: object) -> None:
+        raise AssertionError("the timeline read an .et again for its input shapes")
+
+    monkeypatch.setattr(timeline_args, "read_nodes", unread)
+    again = run_pipeline(ranks, tmp_path / "two", plot=False, html=False)
+    assert reference.timeline is not None and again.timeline is not None
+    assert again.timeline.read_bytes() == reference.timeline.read_bytes()
+    assert b'"shapes": "[[' in again.timeline.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("write", "choice", "count", "known"),
+    [(False, TIMELINE_ALL, 4, set()), (True, TIMELINE_ALL, 40, set(range(40))),
+     (True, TIMELINE_AUTO, 4, {0, 1, 2, 3}), (True, TIMELINE_AUTO, 40, set()),
+     (True, (2, 5), 40, {2, 5})],
+)  # fmt: skip
+def test_the_ranks_known_to_be_shown_before_the_replay(
+    write: bool, choice: object, count: int, known: set[int]
+) -> None:
+    options = TimelineOptions(write=write, ranks=choice)  # type: ignore[arg-type]
+    assert ranks_known_shown(options, list(range(count))) == known

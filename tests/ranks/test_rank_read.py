@@ -15,6 +15,7 @@ from chakra.ranks import agree_files, comm_records
 from chakra.ranks.rank_read import agree_reads, graphs_of, read_rank, try_read_rank
 from chakra.simulate.run import load_graph
 from chakra.synth import SynthOptions, generate_job
+from chakra.views.timeline_args import input_shapes
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +64,14 @@ def test_an_unreadable_file_is_left_to_the_reader_of_the_whole_job(tmp_path: Pat
     bad = tmp_path / "workload.0.et"
     bad.write_bytes(b"\x07not a chakra et")
     assert try_read_rank(bad, 0) is None
+
+
+def test_a_read_for_the_timeline_keeps_the_shapes_the_timeline_would_read(
+    ets: list[Path],
+) -> None:
+    read = read_rank(ets[1], 1, shapes=True)
+    plain = load_graph(ets[1], 1)
+    assert plain.input_shapes is None
+    assert read.graph.input_shapes == input_shapes(plain)
+    assert any(text.strip("[], ") for text in read.graph.input_shapes)  # dimensions there
+    assert msgspec.structs.replace(read.graph, input_shapes=None) == plain

@@ -84,7 +84,7 @@ from chakra.pipeline.resume import (
 )
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
 from chakra.pipeline.summary import bound_line, host_source_line, job_lines, rank_table
-from chakra.pipeline.timeline_file import TimelineOptions, checked_options
+from chakra.pipeline.timeline_file import TimelineOptions, checked_options, ranks_known_shown
 from chakra.progress import Progress, bars_on
 from chakra.ranks import require_ends, rewrite_files
 from chakra.ranks.rank_read import RankRead, agree_reads, graphs_of, try_read_rank
@@ -148,9 +148,12 @@ class RankWork(msgspec.Struct, frozen=True):
     read: Optional[RankRead] = None
 
 
-def _link_and_convert(job: tuple[RankFiles, Location, RankOptions, Labels, int]) -> RankWork:
-    """One rank's stages in a worker; ``job``'s last item: the rank's position in the job."""
-    files, folder, options, labels, position = job
+def _link_and_convert(
+    job: tuple[RankFiles, Location, RankOptions, Labels, int, bool],
+) -> RankWork:
+    """One rank's stages in a worker; ``job``'s last items: the rank's position in the job
+    and whether the timeline shows it (the read then keeps the input shapes)."""
+    files, folder, options, labels, position, shown = job
     et_plus, et, report = rank_outputs(folder, files.rank, options.et_prefix)
     inputs = digest_inputs(files.inputs, labels)  # before reading them
     link = link_files(files.host, files.device, et_plus, options.link)
@@ -163,7 +166,7 @@ def _link_and_convert(job: tuple[RankFiles, Location, RankOptions, Labels, int])
     }  # fmt: skip
     write_rank_report(report, entry, options, inputs, (et_plus, et))
     # read here, beside the other ranks' linking, rather than by the parent after them all
-    return RankWork(entry, try_read_rank(et, position) if isinstance(et, Path) else None)
+    return RankWork(entry, try_read_rank(et, position, shown) if isinstance(et, Path) else None)
 
 
 def _execute(work: list, execution: Execution, on_done: Any) -> list:
@@ -210,9 +213,11 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
 
 
 def _prepare(
-    ranks: list[RankFiles], folder: Location, options: RankOptions, execution: Execution
-) -> tuple[list, list[int]]:
-    """Every rank's work (sorted by rank) and the ranks reused from an earlier run."""
+    ranks: list[RankFiles], folder: Location, options: RankOptions, execution: Execution,
+    shown: frozenset[int] = frozenset(),
+) -> tuple[list, list[int]]:  # fmt: skip
+    """Every rank's work (sorted by rank) and the ranks reused from an earlier run;
+    ``shown``: the ranks the timeline will show."""
     reused: list[RankWork] = []
     work = []
     labels = iter(input_labels([path for files in ranks for path in files.inputs]))
@@ -225,7 +230,8 @@ def _prepare(
         if entry is not None:
             reused.append(RankWork(entry))
         else:
-            work.append((files, folder, options, rank_labels, position[files.rank]))
+            job = (files, folder, options, rank_labels, position[files.rank], files.rank in shown)
+            work.append(job)
     if reused:
         logger.info(
             "reusing %d of %d ranks from an earlier run (same inputs, options and "
@@ -316,7 +322,8 @@ def _stages(
 ) -> PipelineResult:  # fmt: skip
     """Every stage of :func:`run_pipeline`, into the existing ``output_dir``."""
     et_prefix = rank_options.et_prefix
-    prepared, reused = _prepare(ranks, output_dir, rank_options, execution)
+    shown = ranks_known_shown(outputs.timeline, [files.rank for files in ranks])
+    prepared, reused = _prepare(ranks, output_dir, rank_options, execution, shown)
     ets = [join(output_dir, work.entry["et"]) for work in prepared]
     reads = [work.read for work in prepared]
     agreement = agree_reads(ets, reads)  # the i-th collective of a group: one operation

@@ -27,7 +27,7 @@ from chakra.fileio.location import Location, join
 from chakra.ingest.json_input import dump_finite, gc_paused
 from chakra.pipeline.option_values import TIMELINE_ALL, TIMELINE_AUTO
 from chakra.simulate.sim_result import SimResult
-from chakra.views.job import JobSummary, shown_ranks
+from chakra.views.job import ALL_RANKS_UP_TO, JobSummary, shown_ranks
 from chakra.views.timeline import chrome_trace
 from chakra.views.timeline_window import TimeWindow, WindowChoice, resolve_window
 from chakra.workers import forked
@@ -84,6 +84,18 @@ def timeline_ranks(
     if options.ranks == TIMELINE_AUTO:
         return shown_ranks(job, rank_count)
     return tuple(options.ranks)
+
+
+def ranks_known_shown(options: TimelineOptions, ranks: Sequence[int]) -> frozenset[int]:
+    """The ranks of ``ranks`` the timeline will show, as far as the options tell before the
+    replay (the slowest, median and fastest of a big job are known only after it)."""
+    if not options.write:
+        return frozenset()
+    if options.ranks == TIMELINE_ALL or (
+        options.ranks == TIMELINE_AUTO and len(ranks) <= ALL_RANKS_UP_TO
+    ):
+        return frozenset(ranks)
+    return frozenset() if isinstance(options.ranks, str) else frozenset(options.ranks)
 
 
 class _Overlapped:

@@ -7,7 +7,7 @@ only the ranks the agreement then fills are read again."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Optional
 
 import msgspec
@@ -33,24 +33,45 @@ class RankRead(msgspec.Struct, frozen=True):
     records: list[CommRecord]
 
 
-def read_rank(path: PathLike, rank: int, options: Optional[LoadOptions] = None) -> RankRead:
+def read_rank(
+    path: PathLike, rank: int, options: Optional[LoadOptions] = None, shapes: bool = False
+) -> RankRead:
     """``path`` read once (``rank``: its position in rank order), checked as ``options`` say
-    (None: the defaults). Raises what :func:`chakra.simulate.load_graph` raises."""
+    (None: the defaults); ``shapes``: the graph keeps each node's input shapes too (what the
+    timeline shows, read in the same pass). Raises what :func:`chakra.simulate.load_graph`
+    raises."""
     options = options or LoadOptions()
     records: list[CommRecord] = []
+    kept: Optional[list[str]] = [] if shapes else None
 
     def build(nodes: Iterable[Any], rank: int) -> SimGraph:
-        return build_graph(recording(nodes, records), rank, options=options, source=str(path))
+        nodes = recording(nodes, records)
+        if kept is not None:
+            nodes = _keeping_shapes(nodes, kept)
+        return build_graph(nodes, rank, options=options, source=str(path))
 
     graph = read_nodes(path, rank, build)
-    return RankRead(str(path), msgspec.structs.replace(graph, source=str(path)), records)
+    graph = msgspec.structs.replace(graph, source=str(path), input_shapes=kept)
+    return RankRead(str(path), graph, records)
 
 
-def try_read_rank(path: PathLike, rank: int) -> Optional[RankRead]:
-    """:func:`read_rank` with the defaults, or None where it raises: the reader of the
-    whole job then reads that file again, and reports what is wrong where it always has."""
+def _keeping_shapes(nodes: Iterable[Any], shapes: list[str]) -> Iterator[Any]:
+    """``nodes`` unchanged, appending each one's ``inputs.shapes`` text to ``shapes`` (one
+    string object per distinct text, as :func:`chakra.simulate.selection.with_input_shapes`
+    keeps them)."""
+    seen: dict[str, str] = {}
+    for node in nodes:
+        text = node.inputs.shapes
+        shapes.append(seen.setdefault(text, text))
+        yield node
+
+
+def try_read_rank(path: PathLike, rank: int, shapes: bool = False) -> Optional[RankRead]:
+    """:func:`read_rank` with the default checks, or None where it raises: the reader of
+    the whole job then reads that file again, and reports what is wrong where it always
+    has."""
     try:
-        return read_rank(path, rank)
+        return read_rank(path, rank, shapes=shapes)
     except ChakraError as exc:
         logger.debug("%s: not read ahead (%s)", path, exc)
         return None
