@@ -21,6 +21,7 @@ import pytest
 
 import chakra
 import chakra.pipeline.outputs as outputs_module
+import chakra.pipeline.rank_work as rank_work_module
 import chakra.pipeline.run as run_module
 from chakra.cli.pipeline import main
 from chakra.errors import ChakraError
@@ -72,7 +73,7 @@ def _raising_at(call: int, real: Callable[..., Any], error: BaseException) -> Ca
 #: the ranks the rerun reuses.
 POINTS = {
     # rank 1 linked (its ET+ committed) but not converted: rank 0 alone is proven
-    "converting rank 1": (run_module, "convert_file", 2, RANK_FILES[0], [0]),
+    "converting rank 1": (rank_work_module, "convert_file", 2, RANK_FILES[0], [0]),
     # every rank done, before the cross-rank step
     "all ranks done": (run_module, "agree_reads", 1, RANK_FILES[0] | RANK_FILES[1], [0, 1]),
     # the .et family and its comm-group file committed, the replay under way
@@ -107,8 +108,8 @@ def test_a_first_run_stopped_before_any_rank_finished_leaves_no_folder(
     job: tuple[Path, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     traces, _ = job
-    real = run_module.convert_file
-    monkeypatch.setattr(run_module, "convert_file", _raising_at(1, real, KeyboardInterrupt()))
+    real = rank_work_module.convert_file
+    monkeypatch.setattr(rank_work_module, "convert_file", _raising_at(1, real, KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         run_pipeline(ranks_in_folder(traces), tmp_path / "new" / "out", plot=False)
     assert list(tmp_path.iterdir()) == []

@@ -81,7 +81,7 @@ def test_unchanged_inputs_are_reused_without_linking_whatever_their_times(
     def no_linking(*_: object) -> None:
         raise AssertionError("a reusable rank was linked again")
 
-    monkeypatch.setattr("chakra.pipeline.run.link_files", no_linking)
+    monkeypatch.setattr("chakra.pipeline.rank_work.link_files", no_linking)
     assert run_pipeline(ranks, out, plot=False).reused == [0, 1]
     assert makespans(out) == makespans(jobs["a-out"])
 

@@ -14,7 +14,12 @@ import pytest
 from chakra.errors import ChakraError
 from chakra.pipeline import RankFiles, run_pipeline, timeline_file
 from chakra.pipeline.option_values import TIMELINE_ALL, TIMELINE_AUTO
-from chakra.pipeline.timeline_file import TimelineOptions, ranks_known_shown
+from chakra.pipeline.timeline_file import (
+    TimelineOptions,
+    known_without_job,
+    ranks_known_shown,
+    timeline_ranks,
+)
 from chakra.synth import SynthOptions, generate_job
 from chakra.views import timeline_args
 
@@ -101,3 +106,12 @@ def test_the_ranks_known_to_be_shown_before_the_replay(
 ) -> None:
     options = TimelineOptions(write=write, ranks=choice)  # type: ignore[arg-type]
     assert ranks_known_shown(options, list(range(count))) == known
+
+
+def test_the_ranks_of_a_big_job_wait_for_its_summary() -> None:
+    auto = TimelineOptions(ranks=TIMELINE_AUTO)
+    assert known_without_job(auto, 16) and not known_without_job(auto, 17)
+    assert timeline_ranks(auto, None, 16) is None  # every rank: known at once
+    with pytest.raises(ValueError, match="the job's summary picks the ranks shown"):
+        timeline_ranks(auto, None, 17)
+    assert timeline_ranks(TimelineOptions(ranks=(3, 9)), None, 40) == (3, 9)

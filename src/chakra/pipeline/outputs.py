@@ -6,9 +6,10 @@ written to two folders gives the same bytes (:mod:`chakra.pipeline.naming`)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,6 +27,7 @@ from chakra.pipeline.timeline_file import (
 )
 from chakra.pipeline.timeline_file import (
     TimelineOptions,
+    known_without_job,
     timeline_beside,
     timeline_entry,
     write_timeline,
@@ -83,6 +85,22 @@ def agreement_entry(agreement: Agreement, rewritten: list[int]) -> dict[str, Any
     }
 
 
+@contextlib.contextmanager
+def early_timeline(
+    result: SimResult, folder: Location, options: OutputOptions, group: Optional[AtomicGroup]
+) -> Iterator[Optional[Callable[[], Optional[Location]]]]:
+    """The timeline begun now in a second process (:func:`timeline_beside`), beside what
+    comes before the job's summary (the ranks' views, the what-if runs), when
+    ``options.beside`` and the ranks it shows are known without the summary; else None.
+    Yields what :func:`write_outputs` takes as ``started``."""
+    count = len(result.graphs)
+    if not options.beside or not known_without_job(options.timeline, count):
+        yield None
+        return
+    with timeline_beside(result, folder, options.timeline, None, group) as finish:
+        yield finish
+
+
 def write_outputs(
     result: SimResult,
     reports: Sequence[RankReport],
@@ -90,17 +108,23 @@ def write_outputs(
     folder: Location,
     options: OutputOptions,
     group: Optional[AtomicGroup] = None,
+    started: Optional[Callable[[], Optional[Location]]] = None,
 ) -> OutputFiles:
     """Run the what-if scenarios on ``result`` (left as it is), then write
     the timeline, plot, report (``reports``: the ranks'; ``agreement``: from
     :func:`agreement_entry`) and page into ``folder``; with a ``group``, they appear when it
-    commits."""
+    commits. ``started``: the timeline, begun already (:func:`early_timeline`)."""
     if options.what_if is None:
         what_if = run_scenarios(result, DEFAULT_SCENARIOS, adapt=True)
     else:
         what_if = run_scenarios(result, options.what_if)
     job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
-    if options.beside:
+    if started is not None:
+        picture, report, page = _other_views(result, reports, job, folder, options, group,
+                                             what_if, agreement)  # fmt: skip
+        with activity("writing the timeline"):
+            timeline = started()
+    elif options.beside:
         with timeline_beside(result, folder, options.timeline, job, group) as timeline_path:
             picture, report, page = _other_views(result, reports, job, folder, options, group,
                                                  what_if, agreement)  # fmt: skip

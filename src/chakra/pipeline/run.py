@@ -54,54 +54,52 @@ from typing import Any, Optional, Union
 
 import msgspec
 
-from chakra.convert import ConvertOptions, convert_file
+from chakra.convert import ConvertOptions
 from chakra.convert.group_file import write_comm_groups
 from chakra.errors import ChakraError
 from chakra.fileio import AtomicGroup
-from chakra.fileio.location import Location, join, location, name_of
+from chakra.fileio.location import Location, join, location
 from chakra.fileio.stale import remove_stale_temporaries
 from chakra.link import LinkOptions
-from chakra.link.batch import RankPair, link_files
 from chakra.pipeline.astra_profile import AstraSimFamily, write_profile
 from chakra.pipeline.fresh import job_step, output_folder
 from chakra.pipeline.naming import input_labels
 from chakra.pipeline.outputs import (
+    OutputFiles,
     OutputOptions,
     agreement_entry,
+    early_timeline,
     write_outputs,
 )
 from chakra.pipeline.preflight import check_inputs, refuse_overwriting
 from chakra.pipeline.rank_report import RankReport, rank_reports
+from chakra.pipeline.rank_work import (
+    RankFiles,
+    RankOptions,
+    RankWork,
+    link_and_convert,
+)
 from chakra.pipeline.resume import (
     ET_PREFIX,
     comm_groups_name,
-    digest_inputs,
     finished_work,
     note_rewritten,
-    rank_outputs,
     reusable_entry,
-    write_rank_report,
 )
 from chakra.pipeline.schedule import dask_client, dask_wait, estimate_peak_bytes, run_bounded
 from chakra.pipeline.summary import bound_line, host_source_line, job_lines, rank_table
 from chakra.pipeline.timeline_file import TimelineOptions, checked_options, ranks_known_shown
 from chakra.progress import Progress, bars_on
 from chakra.ranks import require_ends, rewrite_files
-from chakra.ranks.rank_read import RankRead, agree_reads, graphs_of, try_read_rank
+from chakra.ranks.rank_read import agree_reads, graphs_of
 from chakra.simulate.rank_order import files_in_rank_order
 from chakra.simulate.replay import SimOptions, simulate
 from chakra.simulate.scenarios import Scenario, WhatIf
+from chakra.simulate.sim_result import SimResult
 from chakra.views.job import JobSummary
 from chakra.workers import process_pool
 
 logger = logging.getLogger(__name__)
-
-
-#: One rank's host and device traces: local paths, or URL strings (the linker's pairing).
-RankFiles = RankPair
-#: How a rank's manifest names its host and device traces, or its device trace alone
-#: (:mod:`chakra.pipeline.naming`).
-Labels = tuple[str, ...]
 
 
 class PipelineResult(msgspec.Struct, frozen=True):
@@ -132,45 +130,8 @@ class Execution(msgspec.Struct, frozen=True):
     scheduler: Optional[str] = None
 
 
-class RankOptions(msgspec.Struct, frozen=True):
-    """How every rank is linked and converted, and the prefix of its ``.et`` file."""
-
-    link: LinkOptions = LinkOptions()
-    convert: ConvertOptions = ConvertOptions()
-    et_prefix: str = ET_PREFIX
-
-
-class RankWork(msgspec.Struct, frozen=True):
-    """A rank's link-and-convert entry for its report and, when its worker read the ``.et``
-    it wrote (:mod:`chakra.ranks.rank_read`), that read (None: reused, or unreadable)."""
-
-    entry: dict[str, Any]
-    read: Optional[RankRead] = None
-
-
-def _link_and_convert(
-    job: tuple[RankFiles, Location, RankOptions, Labels, int, bool],
-) -> RankWork:
-    """One rank's stages in a worker; ``job``'s last items: the rank's position in the job
-    and whether the timeline shows it (the read then keeps the input shapes)."""
-    files, folder, options, labels, position, shown = job
-    et_plus, et, report = rank_outputs(folder, files.rank, options.et_prefix)
-    inputs = digest_inputs(files.inputs, labels)  # before reading them
-    link = link_files(files.host, files.device, et_plus, options.link)
-    conversion = convert_file(
-        et_plus, et, msgspec.structs.replace(options.convert, rank=files.rank)
-    )
-    entry = {
-        "rank": files.rank, "et_plus": name_of(et_plus), "et": name_of(et),
-        "link": msgspec.to_builtins(link), "convert": msgspec.to_builtins(conversion),
-    }  # fmt: skip
-    write_rank_report(report, entry, options, inputs, (et_plus, et))
-    # read here, beside the other ranks' linking, rather than by the parent after them all
-    return RankWork(entry, try_read_rank(et, position, shown) if isinstance(et, Path) else None)
-
-
 def _execute(work: list, execution: Execution, on_done: Any) -> list:
-    """Run ``_link_and_convert`` over ``work`` serially, in a process pool or on Dask."""
+    """Run ``link_and_convert`` over ``work`` serially, in a process pool or on Dask."""
     budget = execution.max_memory_bytes
     estimates = [0] * len(work)  # only a memory budget needs them (a request each on a URL)
     if budget is not None:
@@ -179,7 +140,7 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
         with dask_client(execution.scheduler or "") as client:
 
             def submit(job: Any) -> Any:
-                return client.submit(_link_and_convert, job, pure=False)
+                return client.submit(link_and_convert, job, pure=False)
 
             return run_bounded(
                 work,
@@ -193,13 +154,13 @@ def _execute(work: list, execution: Execution, on_done: Any) -> list:
     if execution.jobs <= 1:
         results = []
         for job in work:
-            results.append(_link_and_convert(job))
+            results.append(link_and_convert(job))
             on_done(results[-1])
         return results
     with process_pool(execution.jobs) as pool:
 
         def submit_local(job: Any) -> Any:
-            return pool.submit(_link_and_convert, job)
+            return pool.submit(link_and_convert, job)
 
         return run_bounded(
             work,
@@ -337,12 +298,10 @@ def _stages(
         again = {str(ets[position]) for position in rewritten}
         graphs = graphs_of(files_in_rank_order(ets), reads, again)
         replay = simulate(graphs, SimOptions(explain=True))
-    reports = rank_reports([work.entry for work in prepared], replay)
     # the job's files appear together, or none
     with job_step("the what-if runs and the job's outputs", output_dir), AtomicGroup() as job:
-        files = write_outputs(
-            replay, reports, agreement_entry(agreement, rewritten), output_dir, outputs, job
-        )
+        entry = agreement_entry(agreement, rewritten)
+        reports, files = _job_outputs(replay, prepared, entry, output_dir, outputs, job)
         family = write_profile(outputs.astra_sim_profile, ets, replay, output_dir, et_prefix, job)
     return PipelineResult(
         output_dir,
@@ -358,6 +317,18 @@ def _stages(
         files.job,
         family,
     )
+
+
+def _job_outputs(
+    replay: SimResult, prepared: list[RankWork], agreement: dict[str, Any], folder: Location,
+    outputs: OutputOptions, group: AtomicGroup,
+) -> tuple[list[RankReport], OutputFiles]:  # fmt: skip
+    """The ranks' reports and the job's outputs (:func:`write_outputs`), the timeline begun
+    first where it can be (:func:`early_timeline`)."""
+    with early_timeline(replay, folder, outputs, group) as started:
+        reports = rank_reports([work.entry for work in prepared], replay)
+        files = write_outputs(replay, reports, agreement, folder, outputs, group, started)
+    return reports, files
 
 
 def _check_call(et_prefix: str, ranks: list[RankFiles]) -> None:

@@ -76,26 +76,32 @@ def checked_ranks(
 
 
 def timeline_ranks(
-    options: TimelineOptions, job: JobSummary, rank_count: int
+    options: TimelineOptions, job: Optional[JobSummary], rank_count: int
 ) -> Optional[tuple[int, ...]]:
-    """The ranks the timeline shows (None: all)."""
+    """The ranks the timeline shows (None: all); ``job`` None: before the job's summary,
+    only when :func:`known_without_job`."""
     if options.ranks == TIMELINE_ALL:
         return None
     if options.ranks == TIMELINE_AUTO:
-        return shown_ranks(job, rank_count)
+        if job is None and not known_without_job(options, rank_count):
+            raise ValueError("timeline_ranks: the job's summary picks the ranks shown")
+        return None if job is None else shown_ranks(job, rank_count)
     return tuple(options.ranks)
+
+
+def known_without_job(options: TimelineOptions, rank_count: int) -> bool:
+    """Whether the ranks the timeline shows are known before the job's summary (it picks
+    the slowest, median and fastest only of a job above ALL_RANKS_UP_TO ranks)."""
+    return options.ranks != TIMELINE_AUTO or rank_count <= ALL_RANKS_UP_TO
 
 
 def ranks_known_shown(options: TimelineOptions, ranks: Sequence[int]) -> frozenset[int]:
     """The ranks of ``ranks`` the timeline will show, as far as the options tell before the
     replay (the slowest, median and fastest of a big job are known only after it)."""
-    if not options.write:
+    if not options.write or not known_without_job(options, len(ranks)):
         return frozenset()
-    if options.ranks == TIMELINE_ALL or (
-        options.ranks == TIMELINE_AUTO and len(ranks) <= ALL_RANKS_UP_TO
-    ):
-        return frozenset(ranks)
-    return frozenset() if isinstance(options.ranks, str) else frozenset(options.ranks)
+    shown = timeline_ranks(options, None, len(ranks))
+    return frozenset(ranks if shown is None else shown)
 
 
 class _Overlapped:
@@ -161,12 +167,13 @@ def write_timeline(result: SimResult, folder: Location, options: TimelineOptions
 
 @contextlib.contextmanager
 def timeline_beside(
-    result: SimResult, folder: Location, options: TimelineOptions, job: JobSummary,
+    result: SimResult, folder: Location, options: TimelineOptions, job: Optional[JobSummary],
     group: Optional[AtomicGroup] = None,
 ) -> Iterator[Callable[[], Optional[Location]]]:  # fmt: skip
     """:func:`write_timeline` in a forked process (:func:`chakra.workers.forked`) while the
     block runs; yields the function that waits for it and returns what it would (call it
-    in the block). The timeline is the costliest view: this overlaps it with the others."""
+    in the block). The timeline is the costliest view: this overlaps it with the others.
+    ``job`` None: started before the job's summary (only when :func:`known_without_job`)."""
     plan = _plan(result, options, job, folder, group)
     if plan is None:
         yield lambda: None
@@ -196,7 +203,7 @@ def _copy(source: Path, path: Location, group: Optional[AtomicGroup]) -> None:
 
 
 def _plan(
-    result: SimResult, options: TimelineOptions, job: JobSummary, folder: Location,
+    result: SimResult, options: TimelineOptions, job: Optional[JobSummary], folder: Location,
     group: Optional[AtomicGroup],
 ) -> Optional[_Plan]:  # fmt: skip
     """What the timeline shows, logged; None (an earlier timeline then goes) for none."""
