@@ -10,7 +10,7 @@ from typing import Any, Optional
 import msgspec
 
 from chakra.errors import PathLike, TraceFormatError
-from chakra.ingest.host_checks import check_digits, check_op_args, check_utf8
+from chakra.ingest.host_checks import check_digits, check_new_args, check_utf8
 from chakra.ingest.host_comms import (
     comm_attrs_from_attrs,
     comm_attrs_from_inputs,
@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 #: attrs that every 1.0.2+ node carries; they become HostOp fields.
 _EMPTY_NODE = msgspec.Raw(b"{}")
 _NO_ARGS = OpArgs()
+#: The key of the ``strings`` entry listing the OpArgs built for the node being read: each
+#: distinct text is checked once, when first met (no set of every one checked: 3 MiB of peak)
+_NEW_ARGS = ("new args",)
 STANDARD_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 _INTEGER_STANDARD_ATTRS = frozenset(STANDARD_ATTRS) - {"op_schema"}
 _STANDARD_SET = frozenset(STANDARD_ATTRS)
@@ -130,11 +133,11 @@ def _build_ops(
     freed before the next is decoded), sharing equal strings (names, schemas, attrs);
     ``progress`` counts the nodes."""
     build = _op_from_attrs if layout is Layout.ATTRS else _op_from_top_level
-    strings: dict[Any, Any] = {}
-    built, checked = [], set()  # type: ignore[var-annotated]
+    strings: dict[Any, Any] = {_NEW_ARGS: []}
+    built = []
     for index in progress.tracked(range(len(nodes)), len(nodes), "nodes"):
         built.append(build(path, _decode_node(path, nodes, index), strings))
-        check_op_args(path, built[-1], checked)
+        check_new_args(path, built[-1], strings[_NEW_ARGS])
         nodes[index] = _EMPTY_NODE  # the raw view is not needed any more
     ops = sorted(built, key=lambda op: op.id)
     for previous, current in zip(ops, ops[1:]):
@@ -156,13 +159,15 @@ def _args(
     """OpArgs from a raw ``inputs``/``outputs`` value: an object with values/shapes/types
     (1.0.2+, kept as it is), or a bare value list whose shapes and types are sibling keys
     (1.0.1). The text is copied out of the file's bytes (which are then freed after loading:
-    the arguments are under half of a host ET), one copy per distinct text."""
+    the arguments are under half of a host ET), one copy per distinct text; each new OpArgs
+    is listed under ``strings[_NEW_ARGS]`` for :func:`check_new_args`."""
     text = bytes(raw)  # the dict's key; a view's first byte alone costs as much to read
     args = strings.get(text)
     if args is not None:
         return args
     if text[:1] == b"{":
         args = strings[text] = OpArgs(msgspec.Raw(text))
+        strings[_NEW_ARGS].append(args)
         return args
     if text[:1] != b"[":
         return _NO_ARGS
@@ -170,7 +175,9 @@ def _args(
     def listed(value: msgspec.Raw) -> msgspec.Raw:
         return EMPTY_JSON_LIST if is_null(value) else value
 
-    return OpArgs.from_parts(raw, listed(shapes), listed(types))
+    args = OpArgs.from_parts(raw, listed(shapes), listed(types))
+    strings[_NEW_ARGS].append(args)
+    return args
 
 
 def _int_attr(path: PathLike, node: RawHostNode, name: str, value: Any) -> int:
