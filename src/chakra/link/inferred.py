@@ -29,6 +29,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Optional
 
 from chakra.ingest.device_model import KinetoEvent
@@ -83,20 +84,25 @@ def stream_resume_edges(nodes: Sequence[GpuNode], recorded: Iterable[Edge]) -> l
     by_device: dict = defaultdict(list)
     for node in nodes:
         if node.in_window:  # the others are dropped with their edges
-            by_device[node.event.args.device].append(node)
+            event = node.event
+            row = (event.ts_us or 0, node.node_id, event.end_us, event.stream, node)
+            by_device[event.args.device].append(row)
     edges = []
-    for device_nodes in by_device.values():
-        ends = _Ends((n.event.end_us, n.event.stream, n.node_id) for n in device_nodes)
+    for rows in by_device.values():
+        ends: Optional[_Ends] = None  # made when an op first needs it: most never do
         previous_end: dict = {}
-        for node in sorted(device_nodes, key=lambda n: (n.event.ts_us or 0, n.node_id)):
-            start, stream = node.event.ts_us or 0, node.event.stream
-            allowed = max(previous_end.get(stream, float("-inf")), _launch_end(node))
-            previous_end[stream] = max(previous_end.get(stream, float("-inf")), node.event.end_us)
-            if node.node_id in waited or start - allowed <= STREAM_TOLERANCE_US:
+        rows.sort(key=_START_AND_ID)  # unique node ids: the rows never compare further
+        for start, node_id, end, stream, node in rows:
+            before = previous_end.get(stream, float("-inf"))
+            allowed = max(before, _launch_end(node))
+            previous_end[stream] = max(before, end)
+            if node_id in waited or start - allowed <= STREAM_TOLERANCE_US:
                 continue
+            if ends is None:
+                ends = _Ends((row[2], row[3], row[1]) for row in rows)
             found = ends.latest(start, STREAM_TOLERANCE_US, allowed, stream)
             if found is not None:
-                edges.append(Edge(EdgeKind.EVENT_WAIT, found[1], node.node_id, STREAM_RESUME))
+                edges.append(Edge(EdgeKind.EVENT_WAIT, found[1], node_id, STREAM_RESUME))
     return edges
 
 
@@ -287,6 +293,9 @@ class _Ends:
                 return times[k], self.ends[k][2]
             k -= 1
         return None
+
+
+_START_AND_ID = itemgetter(0, 1)
 
 
 def _launch_end(node: GpuNode) -> Number:
