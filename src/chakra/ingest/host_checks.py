@@ -76,9 +76,13 @@ def check_new_args(path: PathLike, op: HostOp, new: list[OpArgs]) -> None:
     """Raise TraceFormatError naming the node when its inputs/outputs lists are of the
     wrong JSON types. ``new`` lists the OpArgs made while reading ``op`` (the loader shares
     one per distinct text, so each text is decoded once); it is emptied."""
-    for which, args in (("inputs", op.inputs), ("outputs", op.outputs)):
-        if any(args is made for made in new):
-            _check_args(path, op, which, args)
+    if not new:
+        return
+    made = set(map(id, new))
+    if id(op.inputs) in made:
+        _check_args(path, op, "inputs", op.inputs)
+    if id(op.outputs) in made and op.outputs is not op.inputs:
+        _check_args(path, op, "outputs", op.outputs)
     new.clear()
 
 

@@ -105,7 +105,7 @@ def host_node(op: HostOp, linked: LinkedTrace, caches: Optional[_Caches] = None)
         node["inclusive_dur"] = event.dur_us
         node["exclusive_dur"] = match.exclusive_us
         node["inter_thread_dep"] = linked.inter_thread_dep.get(op.id)
-        node["join"] = match.strategy.value
+        node["join"] = match.strategy  # a str Enum: msgspec writes its value
         node["kineto_thread"] = [event.pid, event.tid]
         ran_on = linked.ran_under.get(op.id)
         if ran_on is not None:  # replayed where it ran, not under its host ET parent
@@ -153,7 +153,7 @@ def gpu_node(gpu: GpuNode, parent: Optional[dict[str, Any]], root_id: int) -> di
         "launch": None if launch is None else {
             "name": launch.name, "ts": launch.ts_us, "dur": launch.dur_us,
             "tid": launch.tid, "correlation": launch.correlation},
-        "linked_by": gpu.linked_by.value, "orphan_reason": gpu.orphan_reason,
+        "linked_by": gpu.linked_by, "orphan_reason": gpu.orphan_reason,
     }  # fmt: skip
     collective = _collective(gpu)
     if collective is not None:
