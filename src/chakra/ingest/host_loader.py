@@ -57,6 +57,7 @@ _INTEGER_STANDARD_ATTRS = frozenset(STANDARD_ATTRS) - {"op_schema"}
 _STANDARD_SET = frozenset(STANDARD_ATTRS)
 _INT_TYPE = {int}
 _NAME_OF, _TYPE_OF, _VALUE_OF = attrgetter("name"), attrgetter("type"), attrgetter("value")
+_ID_OF = attrgetter("id")
 WHAT = "host execution trace"
 _I64 = -(2**63)  # integer attrs must be within int64 (.et fields, the simulator's arrays)
 
@@ -139,7 +140,7 @@ def _build_ops(
         built.append(build(path, _decode_node(path, nodes, index), strings))
         check_new_args(path, built[-1], strings[_NEW_ARGS])
         nodes[index] = _EMPTY_NODE  # the raw view is not needed any more
-    ops = sorted(built, key=lambda op: op.id)
+    ops = sorted(built, key=_ID_OF)
     for previous, current in zip(ops, ops[1:]):
         if previous.id == current.id:
             raise TraceFormatError(path, f"node id {current.id} appears more than once")

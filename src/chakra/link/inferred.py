@@ -238,8 +238,8 @@ class Levels:
 
     def __init__(self, nesting: ThreadNesting, host_of: Mapping[int, int]) -> None:
         starts, ends, parents = nesting.starts, nesting.ends, nesting.parent
-        self.linked = [(i, host_of[id(e)]) for i, e in enumerate(nesting.events)
-                       if id(e) in host_of]  # fmt: skip
+        self.linked = [(i, host_id) for i, e in enumerate(nesting.events)
+                       if (host_id := host_of.get(id(e))) is not None]  # fmt: skip
         last: dict[int, Number] = {}
         busy = []
         for index, start in enumerate(starts):
