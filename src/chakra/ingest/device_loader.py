@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
-from itertools import islice
+from itertools import compress, count, islice
 from operator import attrgetter, eq
 from typing import Literal, Optional, Union
 
@@ -169,7 +169,7 @@ def _sorted_by_start(events: list[KinetoEvent]) -> tuple[KinetoEvent, ...]:
 
 
 def _longest_first_within_ties(events: list[KinetoEvent], starts: list) -> None:
-    ties = [i for i, (a, b) in enumerate(zip(starts, starts[1:])) if a == b]
+    ties = list(compress(count(), map(eq, starts, islice(starts, 1, None))))  # C-level
     end = -1
     for first in ties:
         if first < end:

@@ -8,8 +8,8 @@
 * No number may have :data:`MAX_DIGITS` digits or more (Python's ``int`` refuses to parse
   them, so an ET+ passing one through could not be read back): :func:`check_digits`.
 * The ``values``, ``shapes`` and ``strides`` of an op's inputs/outputs must be JSON lists
-  (``strides`` may be null) and ``types`` a list of strings: :func:`check_op_args` decodes
-  each distinct argument text once with a struct that skips the values.
+  (``strides`` may be null) and ``types`` a list of strings: :func:`check_new_args` decodes
+  each distinct argument text once, when first met, with a struct that skips the values.
 """
 
 from __future__ import annotations
@@ -72,16 +72,18 @@ class _ArgShapes(msgspec.Struct, gc=False):
 _SHAPES = msgspec.json.Decoder(_ArgShapes)
 
 
-def check_op_args(path: PathLike, op: HostOp, checked: set[int]) -> None:
+def check_new_args(path: PathLike, op: HostOp, new: list[OpArgs]) -> None:
     """Raise TraceFormatError naming the node when its inputs/outputs lists are of the
-    wrong JSON types. ``checked`` holds the ids of the OpArgs already checked (the loader
-    shares one per distinct text, all alive while it loads), so each text is decoded once."""
-    if id(op.inputs) not in checked:
+    wrong JSON types. ``new`` lists the OpArgs made while reading ``op`` (the loader shares
+    one per distinct text, so each text is decoded once); it is emptied."""
+    if not new:
+        return
+    made = set(map(id, new))
+    if id(op.inputs) in made:
         _check_args(path, op, "inputs", op.inputs)
-        checked.add(id(op.inputs))
-    if id(op.outputs) not in checked:
+    if id(op.outputs) in made and op.outputs is not op.inputs:
         _check_args(path, op, "outputs", op.outputs)
-        checked.add(id(op.outputs))
+    new.clear()
 
 
 def _check_args(path: PathLike, op: HostOp, which: str, args: OpArgs) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, Optional
 
 import msgspec
 
 from chakra.errors import PathLike, TraceFormatError
-from chakra.ingest.host_checks import check_digits, check_op_args, check_utf8
+from chakra.ingest.host_checks import check_digits, check_new_args, check_utf8
 from chakra.ingest.host_comms import (
     comm_attrs_from_attrs,
     comm_attrs_from_inputs,
@@ -19,6 +21,7 @@ from chakra.ingest.host_json import (
     EMPTY_JSON_LIST,
     HOST_NODE_DECODER,
     HOST_TRACE_DECODER,
+    RawAttr,
     RawHostNode,
     RawHostTrace,
     is_null,
@@ -46,8 +49,15 @@ logger = logging.getLogger(__name__)
 #: attrs that every 1.0.2+ node carries; they become HostOp fields.
 _EMPTY_NODE = msgspec.Raw(b"{}")
 _NO_ARGS = OpArgs()
+#: The key of the ``strings`` entry listing the OpArgs built for the node being read: each
+#: distinct text is checked once, when first met (no set of every one checked: 3 MiB of peak)
+_NEW_ARGS = ("new args",)
 STANDARD_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 _INTEGER_STANDARD_ATTRS = frozenset(STANDARD_ATTRS) - {"op_schema"}
+_STANDARD_SET = frozenset(STANDARD_ATTRS)
+_INT_TYPE = {int}
+_NAME_OF, _TYPE_OF, _VALUE_OF = attrgetter("name"), attrgetter("type"), attrgetter("value")
+_ID_OF = attrgetter("id")
 WHAT = "host execution trace"
 _I64 = -(2**63)  # integer attrs must be within int64 (.et fields, the simulator's arrays)
 
@@ -124,13 +134,13 @@ def _build_ops(
     freed before the next is decoded), sharing equal strings (names, schemas, attrs);
     ``progress`` counts the nodes."""
     build = _op_from_attrs if layout is Layout.ATTRS else _op_from_top_level
-    strings: dict[Any, Any] = {}
-    built, checked = [], set()  # type: ignore[var-annotated]
+    strings: dict[Any, Any] = {_NEW_ARGS: []}
+    built = []
     for index in progress.tracked(range(len(nodes)), len(nodes), "nodes"):
         built.append(build(path, _decode_node(path, nodes, index), strings))
-        check_op_args(path, built[-1], checked)
+        check_new_args(path, built[-1], strings[_NEW_ARGS])
         nodes[index] = _EMPTY_NODE  # the raw view is not needed any more
-    ops = sorted(built, key=lambda op: op.id)
+    ops = sorted(built, key=_ID_OF)
     for previous, current in zip(ops, ops[1:]):
         if previous.id == current.id:
             raise TraceFormatError(path, f"node id {current.id} appears more than once")
@@ -150,21 +160,25 @@ def _args(
     """OpArgs from a raw ``inputs``/``outputs`` value: an object with values/shapes/types
     (1.0.2+, kept as it is), or a bare value list whose shapes and types are sibling keys
     (1.0.1). The text is copied out of the file's bytes (which are then freed after loading:
-    the arguments are under half of a host ET), one copy per distinct text."""
-    first = bytes(memoryview(raw)[:1])
-    if first == b"{":
-        text = bytes(raw)
-        args = strings.get(text)
-        if args is None:
-            args = strings[text] = OpArgs(msgspec.Raw(text))
+    the arguments are under half of a host ET), one copy per distinct text; each new OpArgs
+    is listed under ``strings[_NEW_ARGS]`` for :func:`check_new_args`."""
+    text = bytes(raw)  # the dict's key; a view's first byte alone costs as much to read
+    args = strings.get(text)
+    if args is not None:
         return args
-    if first != b"[":
+    if text[:1] == b"{":
+        args = strings[text] = OpArgs(msgspec.Raw(text))
+        strings[_NEW_ARGS].append(args)
+        return args
+    if text[:1] != b"[":
         return _NO_ARGS
 
     def listed(value: msgspec.Raw) -> msgspec.Raw:
         return EMPTY_JSON_LIST if is_null(value) else value
 
-    return OpArgs.from_parts(raw, listed(shapes), listed(types))
+    args = OpArgs.from_parts(raw, listed(shapes), listed(types))
+    strings[_NEW_ARGS].append(args)
+    return args
 
 
 def _int_attr(path: PathLike, node: RawHostNode, name: str, value: Any) -> int:
@@ -210,7 +224,69 @@ def _shared_attr(strings: dict[Any, Any], name: str, kind: str, value: Any) -> H
     return attr
 
 
-def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -> HostOp:
+def _op_from_attrs(path: PathLike, node: RawHostNode, strings: dict[Any, Any]) -> HostOp:
+    attrs = node.attrs or ()
+    names = tuple(map(_NAME_OF, attrs))
+    standard = _standard_values(names, attrs)
+    if standard is None:
+        return _op_from_any_attrs(path, node, strings)
+    rf_id, fw_parent, seq_id, scope, tid, fw_tid, op_schema = standard
+    inputs = _args(strings, node.inputs, node.input_shapes, node.input_types)
+    outputs = _args(strings, node.outputs, node.output_shapes, node.output_types)
+    return HostOp(
+        node.id,
+        _shared(strings, node.name),
+        _parent_of(path, node),
+        rf_id,
+        fw_parent,
+        seq_id,
+        scope,
+        tid,
+        fw_tid,
+        _shared(strings, str(op_schema)),
+        inputs,
+        outputs,
+        _extras(strings, names, attrs),
+        _comm(node, inputs, outputs) if node.name == RECORD_PARAM_COMMS_NAME else None,
+    )
+
+
+def _standard_values(names: tuple[str, ...], attrs: Sequence[RawAttr]) -> Optional[tuple]:
+    """The seven standard values when the attrs start with them in their usual order, the
+    six integers within int64, and name none of them again (what every writer does); None
+    for any other node, which :func:`_op_from_any_attrs` reads. C-level maps, not a Python
+    loop per attr: the host ET's hot path."""
+    if names[:7] != STANDARD_ATTRS or not _STANDARD_SET.isdisjoint(names[7:]):
+        return None
+    values = tuple(map(_VALUE_OF, attrs[:7]))
+    integers = values[:6]
+    if set(map(type, integers)) != _INT_TYPE or min(integers) < _I64 or max(integers) >= -_I64:
+        return None
+    return values
+
+
+def _extras(strings: dict[Any, Any], names: tuple[str, ...], attrs: Sequence[RawAttr]) -> tuple:
+    """The shared tuple of the attrs after the standard seven, looked up by their names,
+    types and values (with the values' classes: 1, 1.0 and True stay apart) before they are
+    built one at a time."""
+    rest = attrs[7:]
+    if not rest:
+        return ()
+    values = tuple(map(_VALUE_OF, rest))
+    key = ("extras", names[7:], tuple(map(_TYPE_OF, rest)), tuple(map(type, values)), values)
+    try:
+        found = strings.get(key)
+    except TypeError:  # an unhashable (list) value
+        key, found = None, None
+    if found is None:
+        built = [_shared_attr(strings, a.name, a.type, a.value) for a in rest]
+        found = _shared_tuple(strings, built)
+        if key is not None:
+            strings[key] = found
+    return found
+
+
+def _op_from_any_attrs(path: PathLike, node: RawHostNode, strings: dict[str, str]) -> HostOp:
     fields: dict[str, Any] = {}
     extra = []
     op_schema: Any = ""

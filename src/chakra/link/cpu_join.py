@@ -13,7 +13,7 @@ host ET's; the rest are rejected and counted.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Optional, Union
 
@@ -23,12 +23,15 @@ from chakra.errors import ChakraError
 from chakra.ingest.device_model import DeviceTrace, KinetoEvent, ProfilerStep
 from chakra.ingest.host_model import HostOp, HostTrace
 from chakra.ingest.kineto_host import StepChoice, choose_step
+from chakra.ingest.vocabulary import PROCESS_GROUP_INIT_NAME, PROCESS_ROOT_NAMES, THREAD_ROOT_NAMES
 from chakra.link.alignment import align_from, best_windows
 from chakra.link.linked_trace import JoinStrategy, LinkOptions, LinkWindow, WindowChoice
 from chakra.link.nesting import program_order_key
 from chakra.link.program_order import join_by_program_order
 from chakra.link.verify import verify_matches
 
+#: Names of the host ops no Kineto trace records (HostOp.is_process_root, is_thread_root).
+_UNLINKABLE_NAMES = PROCESS_ROOT_NAMES | THREAD_ROOT_NAMES | {PROCESS_GROUP_INIT_NAME}
 #: A strategy serves when it matches at least this share of the host ops it could match.
 MIN_SHARE = 0.5
 ThreadKey = tuple[Union[int, str], Union[int, str]]
@@ -56,11 +59,7 @@ def kineto_cpu_events(device: DeviceTrace) -> list[KinetoEvent]:
 def linkable_host_ops(host: HostTrace) -> list[HostOp]:
     """Host ops that Kineto can have recorded: everything but the process and thread roots
     and the process-group table (written when the observer starts)."""
-    return [
-        op
-        for op in host.ops
-        if not (op.is_process_root or op.is_thread_root or op.name == "## process_group:init ##")
-    ]
+    return [op for op in host.ops if op.name not in _UNLINKABLE_NAMES]
 
 
 def join_cpu_ops(host: HostTrace, device: DeviceTrace, options: LinkOptions) -> CpuJoin:
@@ -130,17 +129,18 @@ def _external_id_key(event: KinetoEvent) -> Optional[int]:
 def _join_by_id(ops: Iterable[HostOp], events: Iterable[KinetoEvent], key, strategy) -> dict:
     """Join on a unique id; ids carried by several Kineto events are ambiguous and skipped.
     The External id strategy also requires equal names (its ids are a different counter)."""
-    counts: Counter = Counter()
     by_id: dict[int, KinetoEvent] = {}
+    repeated: set[int] = set()  # (a Counter's misses are Python calls: 37k of them here)
     for event in events:
         value = key(event)
         if value is not None:
-            counts[value] += 1
+            if value in by_id:
+                repeated.add(value)
             by_id[value] = event
     matches = {}
     for op in ops:
         event = by_id.get(op.rf_id) if op.rf_id else None
-        if event is None or counts[op.rf_id] != 1:
+        if event is None or op.rf_id in repeated:
             continue
         if strategy is JoinStrategy.EXTERNAL_ID and event.name != op.name:
             continue

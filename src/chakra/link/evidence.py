@@ -22,7 +22,7 @@ from chakra.ingest.vocabulary import (
 )
 from chakra.link.inferred import SYNC_RESUME, sync_resume_source
 from chakra.link.linked_trace import Edge, EdgeKind, GpuNode, Number
-from chakra.link.nesting import ThreadNesting
+from chakra.link.nesting import NO_PARENT, ThreadNesting
 
 
 class StreamIndex:
@@ -233,14 +233,17 @@ class HostTimeline:
         self.ops: dict[tuple, list[tuple[Number, Number, int, bool]]] = {}
         for thread, nesting in nestings.items():
             rows = []
+            starts, ends, parent = nesting.starts, nesting.ends, nesting.parent
+            # top-level: not a step, and every ancestor a step; a parent precedes its
+            # children, so one pass in order answers it (no walk up per event)
+            steps = [e.name.startswith("ProfilerStep#") for e in nesting.events]
+            under_steps: list[bool] = []
             for i, event in enumerate(nesting.events):
+                up = parent[i]
+                under_steps.append(up == NO_PARENT or (steps[up] and under_steps[up]))
                 host_id = host_of.get(id(event))
-                if host_id is None:
-                    continue
-                top = all(
-                    nesting.events[a].name.startswith("ProfilerStep#") for a in nesting.ancestors(i)
-                ) and not event.name.startswith("ProfilerStep#")
-                rows.append((nesting.starts[i], nesting.ends[i], host_id, top))
+                if host_id is not None:
+                    rows.append((starts[i], ends[i], host_id, under_steps[i] and not steps[i]))
             self.ops[thread] = rows
         self.starts = {t: [r[0] for r in rows] for t, rows in self.ops.items()}
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Optional
 
 from chakra.ingest.device_model import KinetoEvent
@@ -83,20 +84,23 @@ def stream_resume_edges(nodes: Sequence[GpuNode], recorded: Iterable[Edge]) -> l
     by_device: dict = defaultdict(list)
     for node in nodes:
         if node.in_window:  # the others are dropped with their edges
-            by_device[node.event.args.device].append(node)
+            event = node.event
+            row = (event.ts_us or 0, node.node_id, event.end_us, event.stream, node)
+            by_device[event.args.device].append(row)
     edges = []
-    for device_nodes in by_device.values():
-        ends = _Ends((n.event.end_us, n.event.stream, n.node_id) for n in device_nodes)
+    for rows in by_device.values():
+        ends = _Ends(lambda rows=rows: ((row[2], row[3], row[1]) for row in rows))
         previous_end: dict = {}
-        for node in sorted(device_nodes, key=lambda n: (n.event.ts_us or 0, n.node_id)):
-            start, stream = node.event.ts_us or 0, node.event.stream
-            allowed = max(previous_end.get(stream, float("-inf")), _launch_end(node))
-            previous_end[stream] = max(previous_end.get(stream, float("-inf")), node.event.end_us)
-            if node.node_id in waited or start - allowed <= STREAM_TOLERANCE_US:
+        rows.sort(key=_START_AND_ID)  # unique node ids: the rows never compare further
+        for start, node_id, end, stream, node in rows:
+            before = previous_end.get(stream, float("-inf"))
+            allowed = max(before, _launch_end(node))
+            previous_end[stream] = max(before, end)
+            if node_id in waited or start - allowed <= STREAM_TOLERANCE_US:
                 continue
             found = ends.latest(start, STREAM_TOLERANCE_US, allowed, stream)
             if found is not None:
-                edges.append(Edge(EdgeKind.EVENT_WAIT, found[1], node.node_id, STREAM_RESUME))
+                edges.append(Edge(EdgeKind.EVENT_WAIT, found[1], node_id, STREAM_RESUME))
     return edges
 
 
@@ -234,8 +238,8 @@ class Levels:
 
     def __init__(self, nesting: ThreadNesting, host_of: Mapping[int, int]) -> None:
         starts, ends, parents = nesting.starts, nesting.ends, nesting.parent
-        self.linked = [(i, host_of[id(e)]) for i, e in enumerate(nesting.events)
-                       if id(e) in host_of]  # fmt: skip
+        self.linked = [(i, host_id) for i, e in enumerate(nesting.events)
+                       if (host_id := host_of.get(id(e))) is not None]  # fmt: skip
         last: dict[int, Number] = {}
         busy = []
         for index, start in enumerate(starts):
@@ -262,17 +266,21 @@ def levels_of(
 
 class _Ends:
     """Ops by their end: (end, where it ran, id) sorted, for the latest end before an
-    instant (binary search)."""
+    instant (binary search). Sorted when first searched: on most traces few ops (none on
+    many) are late enough for a rule to look, so building every rule's list up front was
+    most of the rules' cost."""
 
-    def __init__(self, ends: Iterable[tuple[Number, object, int]]) -> None:
-        self.ends = sorted(ends)
-        self.times = [e[0] for e in self.ends]
+    def __init__(self, ends: Callable[[], Iterable[tuple[Number, object, int]]]) -> None:
+        self._source: Optional[Callable[[], Iterable[tuple[Number, object, int]]]] = ends
+        self.ends: list[tuple[Number, object, int]] = []
+        self.times: list[Number] = []
 
     @classmethod
     def of_rows(cls, rows: Mapping[tuple, Sequence[tuple]], skip: Collection[int] = ()) -> _Ends:
-        """From rows (start, end, host id, ...) per thread, leaving out the ids in ``skip``."""
-        return cls((row[1], thread, row[2]) for thread, rows_ in rows.items() for row in rows_
-                   if row[2] not in skip)  # fmt: skip
+        """From rows (start, end, host id, ...) per thread, leaving out the ids in ``skip``
+        (neither is changed before the last search)."""
+        return cls(lambda: ((row[1], thread, row[2]) for thread, rows_ in rows.items()
+                            for row in rows_ if row[2] not in skip))  # fmt: skip
 
     def latest(
         self, start: Number, tolerance: float, after: Number, own: object
@@ -280,6 +288,10 @@ class _Ends:
         """(end, id) of the op not on ``own`` whose end is the latest in (``after``,
         ``start``] (to the same instant), when that end is within ``tolerance`` of
         ``start``."""
+        if self._source is not None:
+            self.ends = sorted(self._source())
+            self.times = [e[0] for e in self.ends]
+            self._source = None
         times = self.times
         k = bisect_right(times, start + _SAME_INSTANT_US) - 1
         while k >= 0 and times[k] > after and start - times[k] <= tolerance:
@@ -287,6 +299,9 @@ class _Ends:
                 return times[k], self.ends[k][2]
             k -= 1
         return None
+
+
+_START_AND_ID = itemgetter(0, 1)
 
 
 def _launch_end(node: GpuNode) -> Number:

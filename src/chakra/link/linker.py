@@ -283,11 +283,12 @@ def _report(
             f"{by_external_id} GPU ops have no launch event; attached by their External id"
         )
     by_strategy = Counter(strategy.value for _, strategy in join.matches.values())
+    linkable = len(linkable_host_ops(host))
     return LinkReport(
-        host_ops=len(linkable_host_ops(host)),
+        host_ops=linkable,
         kineto_cpu_ops=len(device.cpu_ops),
         matched=dict(sorted(by_strategy.items())),
-        unmatched_host_ops=len(linkable_host_ops(host)) - len(join.matches),
+        unmatched_host_ops=linkable - len(join.matches),
         gpu_ops_total=len(device.gpu_ops),
         gpu_ops_linked=sum(1 for n in gpu_nodes if n.parent_id is not None)
         - contradictions.get("launch_outside_parent", 0),
