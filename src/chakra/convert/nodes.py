@@ -15,7 +15,7 @@ import msgspec
 from chakra.convert.classify import Classified
 from chakra.convert.et_plus_input import EtPlusNode, NodePayload
 from chakra.et.attributes import add_attr
-from chakra.et.node_fields import AttrPieces, NodeHeads, io_info, remember
+from chakra.et.node_fields import AttrPieces, NodeHeads, bool_attr, io_info, remember
 from chakra.et.schema import Node, NodeType
 from chakra.ingest.host_json import ARGS_DECODER
 
@@ -46,7 +46,7 @@ _INPUTS: dict[bytes, bytes] = {}
 _OUTPUTS: dict[bytes, bytes] = {}
 
 
-_PIECES = AttrPieces(frozenset({"rf_id", "seq_id", "segment_of", "delay_before", "duration_ns"}))
+_PIECES = AttrPieces()
 _HEADS = NodeHeads()
 _COMM_PIECES: dict[Classified, bytes] = {}
 
@@ -91,35 +91,56 @@ def build_node(
     else:
         duration = node.exclusive_dur
     micros = _micros(duration)
-    int64 = _PIECES.int64
-    pieces = [
+    values = {a.name: a.value for a in payload.attrs}
+    schema = values.get("op_schema")
+    return b"".join((
         _HEADS.head(node.id, node.name, int(kind.node_type), () if parent is None else (parent,),
                     data_deps, _micros(node.ts if start_us is None else start_us), micros),
         _io(payload.inputs, False) if kind.metadata_values is None
         else io_info(False, kind.metadata_values.encode(), b"", b""),
         _io(payload.outputs, True),
         _exact_duration(duration, micros),
-    ]  # fmt: skip
-    values = {a.name: a.value for a in payload.attrs}
-    get = values.get
-    for name in INT_ATTRS:
-        value = get(name)
-        if value.__class__ is int and (holds_thread or name != "tid"):  # not a bool
-            pieces.append(int64(name, value))
-    pieces.append(_PIECES.string("op_schema", str(get("op_schema") or "")))
+        _PIECES.int64_entries(values, INT_ATTRS if holds_thread else _INT_ATTRS_BESIDE),
+        _tail(schema if schema.__class__ is str else str(schema or ""), kind,
+              node.stream if gpu else None, node.device if gpu else None),
+    ))  # fmt: skip
+
+
+_INT_ATTRS_BESIDE = tuple(name for name in INT_ATTRS if name != "tid")  # no thread held
+#: (op_schema, id of the kind, stream, device) -> (the kind, the serialized attrs after the
+#: int ones); the kind is kept so that its id names it alone while the entry lives
+_TAILS: dict[tuple[str, int, Optional[int], Optional[int]], tuple[Classified, bytes]] = {}
+
+
+def _tail(op_schema: str, kind: Classified, stream: Optional[int], device: Optional[int]) -> bytes:
+    """The serialized attrs after the int ones: ``op_schema``, the CPU flags, a GPU op's
+    stream and device, the communication attrs; remembered (up to a bound) for the
+    combinations seen before, keyed by the kind's identity (kinds are shared per plan, and
+    hashing one hashes all its fields)."""
+    key = (op_schema, id(kind), stream, device)
+    cached = _TAILS.get(key)
+    if cached is not None and cached[0] is kind:
+        return cached[1]
+    pieces = [_PIECES.string("op_schema", op_schema)]
     # ASTRA-sim refuses a communication node on the CPU ("Comm node should not be on CPU"):
     # a host collective (gloo) is written is_cpu_op false and runs_on_host true
     host_comm = kind.is_cpu_op and kind.node_type in COMM_NODE_TYPES
     pieces.append(_PIECES.boolean("is_cpu_op", kind.is_cpu_op and not host_comm))
     if host_comm:
         pieces.append(_PIECES.boolean("runs_on_host", True))
-    if gpu:
-        if node.stream is not None:
-            pieces.append(int64("stream", node.stream))
-        if node.device is not None:
-            pieces.append(int64("device", node.device))
+    if stream is not None:
+        pieces.append(_PIECES.int64("stream", stream))
+    if device is not None:
+        pieces.append(_PIECES.int64("device", device))
     pieces.append(_comm_attrs(kind))
-    return b"".join(pieces)
+    tail = b"".join(pieces)
+    if len(_TAILS) >= _TAIL_CACHE_LIMIT:
+        _TAILS.clear()
+    _TAILS[key] = (kind, tail)
+    return tail
+
+
+_TAIL_CACHE_LIMIT = 1 << 12
 
 
 def _comm_attrs(kind: Classified) -> bytes:
@@ -178,16 +199,17 @@ def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_u
     micros = _micros(duration_us)
     start = _micros(start_us) if start_us is not None else 0
     parents = () if parent is None else (parent,)
-    pieces = [
+    value = op.attr("tid") if tid else None
+    return b"".join((
         _HEADS.head(node_id, name, _COMP, parents, data_deps, start, micros),
         _exact_duration(duration_us, micros),
-    ]
-    value = op.attr("tid")
-    if tid and isinstance(value, int):
-        pieces.append(_PIECES.int64("tid", value))
-    pieces.append(_PIECES.boolean("is_cpu_op", True))
-    pieces.append(_PIECES.int64(marker, op.id))
-    return b"".join(pieces)
+        _PIECES.int64("tid", value) if isinstance(value, int) else b"",
+        _ON_CPU,
+        _PIECES.int64(marker, op.id),
+    ))  # fmt: skip
+
+
+_ON_CPU = bool_attr("is_cpu_op", True)
 
 
 def segment_node(segment: Any, op: EtPlusNode, data_deps: list[int],
