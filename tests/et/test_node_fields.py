@@ -11,6 +11,7 @@ from chakra.et.node_fields import (
     NodeHeads,
     bool_attr,
     int64_attr,
+    int64_entries,
     io_info,
     string_attr,
 )
@@ -53,6 +54,18 @@ def test_int64_pieces_equal_the_plain_encoding(name: str, value: int) -> None:
     pieces = AttrPieces()
     assert pieces.int64(name, value) == int64_attr(name, value)
     assert pieces.int64(name, value) == int64_attr(name, value)  # the name's heads reused
+
+
+@given(values=st.lists(st.one_of(int64s, st.booleans(), st.none(), st.text()), max_size=4))
+def test_int64_entries_keep_the_ints_in_the_order_of_the_names(values: list) -> None:
+    names = ["rf_id", "seq_id", "tid", "scope"][: len(values)]
+    mapping = dict(zip(reversed(names), reversed(values)))  # the mapping's order is not used
+    expected = b"".join(
+        int64_attr(name, value)
+        for name, value in zip(names, values)
+        if isinstance(value, int) and not isinstance(value, bool)
+    )
+    assert int64_entries(["rf_id", "seq_id", "tid", "scope"])(mapping) == expected
 
 
 def test_bool_and_string_pieces_are_reused_and_kinds_kept_apart() -> None:

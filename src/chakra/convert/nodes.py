@@ -15,7 +15,14 @@ import msgspec
 from chakra.convert.classify import Classified
 from chakra.convert.et_plus_input import EtPlusNode, NodePayload
 from chakra.et.attributes import add_attr
-from chakra.et.node_fields import AttrPieces, NodeHeads, bool_attr, io_info, remember
+from chakra.et.node_fields import (
+    AttrPieces,
+    NodeHeads,
+    bool_attr,
+    int64_entries,
+    io_info,
+    remember,
+)
 from chakra.et.schema import Node, NodeType
 from chakra.ingest.host_json import ARGS_DECODER
 
@@ -55,14 +62,17 @@ def _micros(value: Any) -> int:
     return max(round(value), 0) if isinstance(value, (int, float)) else 0
 
 
-def _exact_duration(value: Any, micros: int) -> bytes:
-    """``duration_micros`` is a whole number; a fractional duration is also kept exactly as
+def _duration(value: Any) -> tuple[int, bytes]:
+    """``duration_micros`` (a whole number) and, for a fractional duration, the exact one as
     ``duration_ns`` (the simulator prefers it), so that replays do not drift."""
-    if isinstance(value, float) and value > 0:
-        nanos = round(value * 1000)
-        if nanos != micros * 1000:
-            return _PIECES.int64("duration_ns", nanos)
-    return b""
+    if isinstance(value, float):
+        micros = max(round(value), 0)
+        if value > 0:
+            nanos = round(value * 1000)
+            if nanos != micros * 1000:
+                return micros, _PIECES.int64("duration_ns", nanos)
+        return micros, b""
+    return (max(round(value), 0) if isinstance(value, int) else 0), b""
 
 
 def build_node(
@@ -90,7 +100,7 @@ def build_node(
         duration = node.dur if node.dur is not None else node.inclusive_dur
     else:
         duration = node.exclusive_dur
-    micros = _micros(duration)
+    micros, exact = _duration(duration)
     values = {a.name: a.value for a in payload.attrs}
     schema = values.get("op_schema")
     return b"".join((
@@ -99,14 +109,15 @@ def build_node(
         _io(payload.inputs, False) if kind.metadata_values is None
         else io_info(False, kind.metadata_values.encode(), b"", b""),
         _io(payload.outputs, True),
-        _exact_duration(duration, micros),
-        _PIECES.int64_entries(values, INT_ATTRS if holds_thread else _INT_ATTRS_BESIDE),
+        exact,
+        _INTS(values) if holds_thread else _INTS_BESIDE(values),
         _tail(schema if schema.__class__ is str else str(schema or ""), kind,
               node.stream if gpu else None, node.device if gpu else None),
     ))  # fmt: skip
 
 
-_INT_ATTRS_BESIDE = tuple(name for name in INT_ATTRS if name != "tid")  # no thread held
+_INTS = int64_entries(INT_ATTRS)
+_INTS_BESIDE = int64_entries([name for name in INT_ATTRS if name != "tid"])  # no thread held
 #: (op_schema, id of the kind, stream, device) -> (the kind, the serialized attrs after the
 #: int ones); the kind is kept so that its id names it alone while the entry lives
 _TAILS: dict[tuple[str, int, Optional[int], Optional[int]], tuple[Classified, bytes]] = {}
@@ -177,12 +188,12 @@ def _comm_attrs(kind: Classified) -> bytes:
 def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: list[int],
               parent: Optional[int]) -> bytes:  # fmt: skip
     """The measured idle time before a top-level CPU op, as a CPU node on its thread."""
-    micros = _micros(duration_us)
+    micros, exact = _duration(duration_us)
     start = _micros(before.ts - duration_us) if before.ts is not None else 0
     parents = () if parent is None else (parent,)
     pieces = [
         _HEADS.head(node_id, "[idle]", _COMP, parents, data_deps, start, micros),
-        _exact_duration(duration_us, micros),
+        exact,
     ]
     tid = before.attr("tid")
     if isinstance(tid, int):
@@ -196,13 +207,13 @@ def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_u
               data_deps: list[int], parent: Optional[int], marker: str,
               tid: bool = True) -> bytes:  # fmt: skip
     """A CPU node for part of ``op``'s time; ``marker`` names the attr holding ``op``'s id."""
-    micros = _micros(duration_us)
+    micros, exact = _duration(duration_us)
     start = _micros(start_us) if start_us is not None else 0
     parents = () if parent is None else (parent,)
     value = op.attr("tid") if tid else None
     return b"".join((
         _HEADS.head(node_id, name, _COMP, parents, data_deps, start, micros),
-        _exact_duration(duration_us, micros),
+        exact,
         _PIECES.int64("tid", value) if isinstance(value, int) else b"",
         _ON_CPU,
         _PIECES.int64(marker, op.id),

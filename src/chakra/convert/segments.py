@@ -129,17 +129,24 @@ class Segmentation:
         return ([renamed[id(s)] for s in segments], [renamed.get(id(p), p) for p in pieces])
 
     def _own_time(self, op, begin, finish, points, segments, pieces) -> None:
+        if not points:  # most ops: no cut inside, so one segment at most
+            if not segments or finish != begin:
+                self._add(op.id, begin, finish, segments, pieces)
+            return
         bounds = [begin, *(t for t in points if begin < t < finish), finish]
         for a, b in zip(bounds, bounds[1:]):
-            if segments and b == a:
-                continue
-            node_id = op.id if not segments else self._new_id()
-            segment = Segment(node_id, op.id, a, b)
-            segments.append(segment)
-            pieces.append(segment)
-            if node_id != op.id:
-                self.extra.append(segment)
-                self._extra_ids.append(node_id)
+            if not segments or b != a:
+                self._add(op.id, a, b, segments, pieces)
+
+    def _add(self, op_id: int, a: Number, b: Number, segments: list, pieces: list) -> None:
+        """A segment of the op from ``a`` to ``b``: the first keeps the op's id."""
+        node_id = op_id if not segments else self._new_id()
+        segment = Segment(node_id, op_id, a, b)
+        segments.append(segment)
+        pieces.append(segment)
+        if node_id != op_id:
+            self.extra.append(segment)
+            self._extra_ids.append(node_id)
 
     def _new_id(self) -> int:
         self.next_id += 1

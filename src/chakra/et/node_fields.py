@@ -11,7 +11,7 @@ against protobuf's own serialization.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from chakra.et.framing import SMALL_VARINT_LIMIT, SMALL_VARINTS, encode_varint
@@ -101,26 +101,6 @@ class AttrPieces:
             encoded = encode_varint(value & _UINT64_MASK)
         return heads[len(encoded)] + encoded
 
-    def int64_entries(self, values: Mapping[str, Any], names: Sequence[str]) -> bytes:
-        """The ``int64`` entries of those of ``names`` whose value in ``values`` is an int
-        (not a bool), in the order of ``names``: :meth:`int64` inlined, once per node."""
-        out = b""
-        heads_of = self._int_heads
-        for name in names:
-            value = values.get(name)
-            if value.__class__ is int:
-                heads = heads_of.get(name)
-                if heads is None:
-                    heads = heads_of[name] = _int64_heads(name)
-                if 0 <= value < SMALL_VARINT_LIMIT:
-                    encoded = SMALL_VARINTS[value]
-                elif -_SMALL_NEGATIVES <= value < 0:  # seq_id -1: ten bytes, each time
-                    encoded = _NEGATIVE_VARINTS[value]
-                else:
-                    encoded = encode_varint(value & _UINT64_MASK)
-                out += heads[len(encoded)] + encoded
-        return out
-
     def boolean(self, name: str, value: bool) -> bytes:
         key = (name, bool, value)
         piece = self._cache.get(key)
@@ -130,6 +110,30 @@ class AttrPieces:
         key = (name, str, value)
         piece = self._cache.get(key)
         return piece if piece is not None else remember(self._cache, key, string_attr(name, value))
+
+
+def int64_entries(names: Sequence[str]) -> Callable[[Mapping[str, Any]], bytes]:
+    """A function giving the ``int64`` attr entries of those of ``names`` whose value in a
+    mapping is an int (not a bool), in the order of ``names``: once per node, with the
+    encoded names computed here once (a call per entry costs more than the entry)."""
+    heads = [(name, _int64_heads(name)) for name in names]
+
+    def entries(values: Mapping[str, Any]) -> bytes:
+        out = b""
+        get = values.get
+        for name, head in heads:
+            value = get(name)
+            if value.__class__ is int:
+                if 0 <= value < SMALL_VARINT_LIMIT:
+                    encoded = SMALL_VARINTS[value]
+                elif -_SMALL_NEGATIVES <= value < 0:  # seq_id -1: ten bytes, each time
+                    encoded = _NEGATIVE_VARINTS[value]
+                else:
+                    encoded = encode_varint(value & _UINT64_MASK)
+                out += head[len(encoded)] + encoded
+        return out
+
+    return entries
 
 
 def _int64_heads(name: str) -> list[bytes]:
