@@ -24,19 +24,26 @@ SMALL_VARINTS = [
     bytes((n,)) if n < 0x80 else bytes(((n & 0x7F) | 0x80, n >> 7)) for n in range(1 << 14)
 ]
 SMALL_VARINT_LIMIT = 1 << 14
-# The low 14 bits of a larger value, both bytes with their continuation bit set.
-_LOW_GROUPS = [bytes(((n & 0x7F) | 0x80, (n >> 7) | 0x80)) for n in range(1 << 14)]
+# The low 14 bits of a larger value, both bytes with their continuation bit set; made on
+# the first such value (0.8 MiB: not held by a process that never writes a large one).
+_LOW_GROUPS: list[bytes] = []
+
+
+def _low_groups() -> list[bytes]:
+    if not _LOW_GROUPS:
+        _LOW_GROUPS.extend(bytes(((n & 0x7F) | 0x80, (n >> 7) | 0x80)) for n in range(1 << 14))
+    return _LOW_GROUPS
 
 
 def encode_varint(value: int) -> bytes:
     """Encode a non-negative integer as an unsigned base-128 varint."""
     if value < 1 << 14:
         return SMALL_VARINTS[value]
+    low = _LOW_GROUPS or _low_groups()
     if value < 1 << 28:  # ids, record-function ids and durations of large traces
-        return _LOW_GROUPS[value & 0x3FFF] + SMALL_VARINTS[value >> 14]
+        return low[value & 0x3FFF] + SMALL_VARINTS[value >> 14]
     if value < 1 << 42:  # microsecond timestamps (epoch-based ones take 31 bits)
-        low = _LOW_GROUPS[value & 0x3FFF] + _LOW_GROUPS[(value >> 14) & 0x3FFF]
-        return low + SMALL_VARINTS[value >> 28]
+        return low[value & 0x3FFF] + low[(value >> 14) & 0x3FFF] + SMALL_VARINTS[value >> 28]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
