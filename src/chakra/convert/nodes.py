@@ -44,7 +44,7 @@ def _io(raw: msgspec.Raw, outputs: bool) -> bytes:
     if text[:1] != b"{":
         return remember(cache, text, b"", _IO_CACHE_LIMIT)
     args = ARGS_DECODER.decode(text)
-    piece = io_info(outputs, bytes(args.values), bytes(args.shapes), bytes(args.types))
+    piece = io_info(outputs, args.values, args.shapes, args.types)
     return remember(cache, text, piece, _IO_CACHE_LIMIT)
 
 

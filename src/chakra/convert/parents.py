@@ -107,7 +107,12 @@ class Parents:
         if node_id in self.left_out:
             return None
         parent = self.extra.get(node_id)
-        return parent if parent is not None else self._own(node_id)
+        if parent is not None:
+            return parent
+        node = self.by_id.get(node_id)  # _own, inlined: called once for every node written
+        if node is None or node.ctrl_deps not in self.by_id or node.ctrl_deps == node_id:
+            return None
+        return node.ctrl_deps
 
     def items(self) -> Iterator[tuple[int, int]]:
         """Every (child, parent), before any is left out."""

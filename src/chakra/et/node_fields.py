@@ -12,7 +12,7 @@ against protobuf's own serialization.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import Any
+from typing import Any, Union
 
 from chakra.et.framing import SMALL_VARINT_LIMIT, SMALL_VARINTS, encode_varint
 
@@ -26,6 +26,7 @@ _INPUTS_TAG, _OUTPUTS_TAG, _ATTR_TAG = b"\x42", b"\x4a", b"\x52"
 # string_val = 29 (string).
 _NAME_TAG, _INT64_TAG, _BOOL_TAG, _STRING_TAG = b"\x0a", b"\x48", b"\xd8\x01", b"\xea\x01"
 _UINT64_MASK = (1 << 64) - 1
+BytesLike = Union[bytes, Any]  # bytes, or an object with the buffer protocol (msgspec.Raw)
 _CACHE_LIMIT = 1 << 16
 _SMALL_NEGATIVES = 64
 #: The varints of -64..-1 as int64 (two's complement on 64 bits), at their value's index
@@ -67,9 +68,10 @@ def string_attr(name: str, value: str) -> bytes:
     return _delimited(_ATTR_TAG, _named(name) + _delimited(_STRING_TAG, value.encode()))
 
 
-def io_info(outputs: bool, values: bytes, shapes: bytes, types: bytes) -> bytes:
+def io_info(outputs: bool, values: BytesLike, shapes: BytesLike, types: BytesLike) -> bytes:
     """``inputs``/``outputs`` with the JSON text of values, shapes and types (an empty text
-    is left out, as protobuf leaves out a field holding its default)."""
+    is left out, as protobuf leaves out a field holding its default); bytes or any object
+    holding them (a ``msgspec.Raw``: not copied first)."""
     body = b""
     if values:
         body += b"\x0a" + encode_varint(len(values)) + values
