@@ -200,7 +200,7 @@ def _split_timed_ops(
     for call in calls:
         resumes[call.host][call.start] = call.resumed
     for node in trace.nodes:
-        if not node.is_gpu and node.ts is not None and node.end is not None:
+        if node.cat is None and node.ts is not None and node.end is not None:  # timed host op
             segments.split(
                 node,
                 children.get(node.id, ()),

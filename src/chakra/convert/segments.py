@@ -68,7 +68,7 @@ class Segmentation:
         segment ending then meets instead of the last."""
         start, end = op.ts, op.end
         assert start is not None and end is not None
-        points = sorted({t for t in cuts if start < t < end})
+        points = sorted({t for t in cuts if start < t < end}) if cuts else []
         pieces: list[Piece] = []
         segments: list[Segment] = []
         cursor = start
@@ -79,9 +79,10 @@ class Segmentation:
             elif not segments:
                 self._own_time(op, cursor, cursor, points, segments, pieces)
             pieces.append(child)
-            child_end = child.end if child.end is not None else cursor
-            if child.end is not None and child.end > end + CLOCK_RESOLUTION_US:  # closed later
-                child_end = cursor if child_start is None else max(child_start, cursor)
+            measured_end = child.end  # a property: read once
+            child_end = measured_end if measured_end is not None else cursor
+            if measured_end is not None and measured_end > end + CLOCK_RESOLUTION_US:
+                child_end = cursor if child_start is None else max(child_start, cursor)  # later
             cursor = max(cursor, min(child_end, end))
         if cursor < end or not segments:
             self._own_time(op, cursor, max(cursor, end), points, segments, pieces)
