@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping
+from itertools import repeat
 from typing import Optional, Union
 
 import msgspec
@@ -268,7 +269,7 @@ def _chain(
             pieces = segments.pieces[node.id]
         else:
             pieces = children.get(node.id, [])
-        stack.extend((piece, chain) for piece in reversed(pieces))
+        stack.extend(zip(reversed(pieces), repeat(chain)))  # pairs made in C, not a generator
     return idle
 
 
