@@ -100,6 +100,9 @@ def first_starts(nodes: Iterable[EtPlusNode], children: Mapping[int, list[EtPlus
             if not done:
                 if node.id in first:
                     continue
+                if not kids:  # a leaf (most ops): its own start, without a second visit
+                    first[node.id] = node.ts
+                    continue
                 first[node.id] = None  # entered
                 stack.append((node, True))
                 stack.extend((kid, False) for kid in kids if kid.id not in first)
@@ -111,10 +114,12 @@ def first_starts(nodes: Iterable[EtPlusNode], children: Mapping[int, list[EtPlus
     return first
 
 
-def program_order(kids: Iterable[EtPlusNode], first: Mapping[int, Optional[Number]]) -> list:
+def program_order(kids: Collection[EtPlusNode], first: Mapping[int, Optional[Number]]) -> list:
     """Children in the order the thread ran them: by the first measured start in each
     child's subtree; a child with no timing at all keeps its place after the sibling that
     precedes it by id (host ids grow in program order), never jumping ahead of timed work."""
+    if len(kids) == 1:  # nothing to order (many ops run one child)
+        return list(kids)
     by_id = sorted(kids, key=lambda n: n.id)
     keyed = []
     previous: Number = float("-inf")
