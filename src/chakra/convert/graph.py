@@ -136,9 +136,10 @@ def outlives_parent(node: EtPlusNode, parent: Optional[EtPlusNode]) -> bool:
     """``node`` was closed after its parent returned, on the same thread (a record function
     ended asynchronously, e.g. ``gloo:send`` when its transfer completes): the thread did
     not wait for it, so it is replayed beside the thread, not on it."""
-    if parent is None or parent.end is None or node.end is None or node.ran_under is not None:
+    if parent is None or node.ran_under is not None:
         return False
-    return node.end > parent.end + CLOCK_RESOLUTION_US
+    end, parent_end = node.end, parent.end  # properties: each read once
+    return end is not None and parent_end is not None and end > parent_end + CLOCK_RESOLUTION_US
 
 
 def _roots(nodes: list[EtPlusNode], by_id: Mapping[int, EtPlusNode]) -> list[EtPlusNode]:

@@ -227,7 +227,7 @@ def cut_points(nodes: Iterable[EtPlusNode], sync_calls: Iterable[SyncCall]):
     start and the end of synchronising calls it encloses."""
     cuts: dict[int, list[Number]] = {}
     for node in nodes:
-        launch = node.launch if node.is_gpu else None
+        launch = node.launch if node.cat is not None else None  # a GPU op (is_gpu, inlined)
         if launch is not None and launch.ts is not None and node.ctrl_deps is not None:
             cuts.setdefault(node.ctrl_deps, []).append(launch.ts)
     for call in sync_calls:
