@@ -86,3 +86,17 @@ def test_overlong_varint_is_rejected() -> None:
 def test_absurd_size_is_rejected_before_reading_on() -> None:
     with pytest.raises(EtFormatError, match="exceeds protobuf's 2 GiB limit"):
         frames(encode_varint(1 << 40) + b"x")
+
+
+def test_importing_the_converter_builds_no_varint_table() -> None:
+    # the 0.8 MiB table of low groups is made on the first large varint written, not at
+    # import: the converter's peak memory is reached before it writes any
+    import subprocess
+    import sys
+
+    code = (
+        "import chakra.convert.converter, chakra.convert.nodes\n"
+        "from chakra.et import framing\n"
+        "assert not framing._LOW_GROUPS, 'built at import'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -39,12 +39,12 @@ def encode_varint(value: int) -> bytes:
     """Encode a non-negative integer as an unsigned base-128 varint."""
     if value < 1 << 14:
         return SMALL_VARINTS[value]
-    low = _LOW_GROUPS or _low_groups()
-    if value < 1 << 28:  # ids, record-function ids and durations of large traces
-        return low[value & 0x3FFF] + SMALL_VARINTS[value >> 14]
-    if value < 1 << 42:  # microsecond timestamps (epoch-based ones take 31 bits)
+    if value < 1 << 42:  # ids, durations; microsecond timestamps (epoch-based: 31 bits)
+        low = _LOW_GROUPS or _low_groups()
+        if value < 1 << 28:
+            return low[value & 0x3FFF] + SMALL_VARINTS[value >> 14]
         return low[value & 0x3FFF] + low[(value >> 14) & 0x3FFF] + SMALL_VARINTS[value >> 28]
-    out = bytearray()
+    out = bytearray()  # larger (negative int64s): not the table, so that import needs none
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
