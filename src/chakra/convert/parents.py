@@ -117,8 +117,9 @@ class Parents:
 
     def items(self) -> Iterator[tuple[int, int]]:
         """Every (child, parent), before any is left out."""
-        for node_id in self.by_id:
-            parent = self._own(node_id)
-            if parent is not None:
+        by_id = self.by_id
+        for node_id, node in by_id.items():  # _own, inlined: once per node
+            parent = node.ctrl_deps
+            if parent is not None and parent != node_id and parent in by_id:
                 yield node_id, parent
         yield from self.extra.items()
