@@ -27,6 +27,23 @@ def test_encode_varint_matches_hand_computed_bytes(value: int, encoded: bytes) -
     assert encode_varint(value) == encoded
 
 
+def _by_the_definition(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("bits", [7, 14, 21, 28, 35, 42, 49, 63, 64])
+def test_encode_varint_at_each_table_boundary(bits: int) -> None:
+    # the table paths (under 2**14, 2**28, 2**42) and the loop meet at these values
+    for value in (2**bits - 2, 2**bits - 1, 2**bits, 2**bits + 1, 2**bits + 0x3FFF):
+        if value < 2**64:
+            assert encode_varint(value) == _by_the_definition(value), value
+
+
 def frames(data: bytes) -> list[tuple[int, bytes]]:
     return list(iter_framed_messages(io.BytesIO(data), "mem.et"))
 
@@ -69,3 +86,17 @@ def test_overlong_varint_is_rejected() -> None:
 def test_absurd_size_is_rejected_before_reading_on() -> None:
     with pytest.raises(EtFormatError, match="exceeds protobuf's 2 GiB limit"):
         frames(encode_varint(1 << 40) + b"x")
+
+
+def test_importing_the_converter_builds_no_varint_table() -> None:
+    # the 0.8 MiB table of low groups is made on the first large varint written, not at
+    # import: the converter's peak memory is reached before it writes any
+    import subprocess
+    import sys
+
+    code = (
+        "import chakra.convert.converter, chakra.convert.nodes\n"
+        "from chakra.et import framing\n"
+        "assert not framing._LOW_GROUPS, 'built at import'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

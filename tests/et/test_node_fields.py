@@ -11,6 +11,7 @@ from chakra.et.node_fields import (
     NodeHeads,
     bool_attr,
     int64_attr,
+    int64_entries,
     io_info,
     string_attr,
 )
@@ -48,13 +49,30 @@ def test_io_pieces_parse_as_the_io_info_protobuf_builds(
     assert built.SerializeToString() == expected.SerializeToString()
 
 
-def test_cached_pieces_are_reused_but_unique_values_are_not_kept() -> None:
-    pieces = AttrPieces(frozenset({"rf_id"}))
-    assert pieces.int64("tid", 7) is pieces.int64("tid", 7)
-    assert pieces.int64("rf_id", 70_000) == int64_attr("rf_id", 70_000)
-    assert ("rf_id", 70_000) not in pieces._ints
+@given(name=names, value=int64s)
+def test_int64_pieces_equal_the_plain_encoding(name: str, value: int) -> None:
+    pieces = AttrPieces()
+    assert pieces.int64(name, value) == int64_attr(name, value)
+    assert pieces.int64(name, value) == int64_attr(name, value)  # the name's heads reused
+
+
+@given(values=st.lists(st.one_of(int64s, st.booleans(), st.none(), st.text()), max_size=4))
+def test_int64_entries_keep_the_ints_in_the_order_of_the_names(values: list) -> None:
+    names = ["rf_id", "seq_id", "tid", "scope"][: len(values)]
+    mapping = dict(zip(reversed(names), reversed(values)))  # the mapping's order is not used
+    expected = b"".join(
+        int64_attr(name, value)
+        for name, value in zip(names, values)
+        if isinstance(value, int) and not isinstance(value, bool)
+    )
+    assert int64_entries(["rf_id", "seq_id", "tid", "scope"])(mapping) == expected
+
+
+def test_bool_and_string_pieces_are_reused_and_kinds_kept_apart() -> None:
+    pieces = AttrPieces()
+    assert pieces.string("op_schema", "x") is pieces.string("op_schema", "x")
     assert pieces.boolean("is_cpu_op", True) == bool_attr("is_cpu_op", True)
-    assert pieces.int64("tid", 1) != pieces.boolean("tid", True)  # kinds kept apart
+    assert pieces.int64("tid", 1) != pieces.boolean("tid", True)
 
 
 @given(st.integers(min_value=0, max_value=2**64 - 1))

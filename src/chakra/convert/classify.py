@@ -112,6 +112,13 @@ def _shape_bytes(raw: msgspec.Raw) -> int:
     return total if 0 < total < RANK_LIMIT else 0
 
 
+#: The kinds of nearly every node, one instance each: ``kind in COMMON_KINDS`` finds them
+#: by identity, where hashing a kind hashes all its fields.
+GPU_COMPUTE = Classified(NodeType.COMP_NODE, False)
+CPU_COMPUTE = Classified(NodeType.COMP_NODE, True)
+COMMON_KINDS = (CPU_COMPUTE, GPU_COMPUTE)
+
+
 class Classifier:
     """Classifies nodes; ``by_id`` gives access to ancestors for host metadata. Counts what
     it had to guess in ``guesses``."""
@@ -182,10 +189,10 @@ class Classifier:
         if node.is_gpu:
             if _is_comm_kernel(node):
                 return self._comm(node, is_cpu_op=False)
-            return Classified(NodeType.COMP_NODE, False)
+            return GPU_COMPUTE
         if self.is_host_collective(node):
             return self._comm(node, is_cpu_op=True)
-        return Classified(NodeType.COMP_NODE, True)
+        return CPU_COMPUTE
 
     def is_host_collective(self, node: EtPlusNode) -> bool:
         """Collectives of CPU backends: the ``gloo:*`` ops if the trace has them (a job can

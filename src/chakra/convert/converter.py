@@ -11,7 +11,7 @@ from typing import Any, Optional, Union
 import msgspec
 
 import chakra
-from chakra.convert.classify import Classified, Classifier, reads_payload
+from chakra.convert.classify import COMMON_KINDS, Classified, Classifier, reads_payload
 from chakra.convert.contradictions import (
     contradiction_warning,
     drop_contradicting,
@@ -217,7 +217,7 @@ def _plan(
     parents.left_out = backward_parents(parents.items(), graph.deps, graph.ids, start_us)
     progress.step("classifying nodes")
     distinct: dict[Classified, Classified] = {}  # most nodes are one of a few kinds
-    kinds = {node.id: distinct.setdefault(kind, kind)
+    kinds = {node.id: kind if kind in COMMON_KINDS else distinct.setdefault(kind, kind)
              for node in trace.nodes for kind in (classifier.classify(node),)}  # fmt: skip
     if options.require_peers:
         _require_peers(trace, kinds)

@@ -18,22 +18,24 @@ from chakra.convert.et_plus_input import Number
 
 def dense_rows(deps: Mapping[int, Collection[int]], top: int) -> tuple[array, array, array]:
     """For ids in ``range(top)``: each node's count of deps, and its successors as rows
-    (``successors[row_start[n]:row_start[n + 1]]``), in flat arrays indexed by id."""
+    (``successors[row_start[n]:row_start[n + 1]]``, in no particular order within a row),
+    in flat arrays indexed by id."""
     pending = array("q", bytes(8 * top))
     row_start = array("q", bytes(8 * (top + 1)))
     for dst, srcs in deps.items():
         pending[dst] = len(srcs)
         for src in srcs:
-            row_start[src + 1] += 1
-    for node in range(top):
-        row_start[node + 1] += row_start[node]
-    successors = array("q", bytes(8 * row_start[top]))
-    filled = array("q", row_start[:top])
+            row_start[src] += 1
+    total = 0
+    for node in range(top):  # each row's end, then filled from its end back to its start
+        total += row_start[node]
+        row_start[node] = total
+    row_start[top] = total
+    successors = array("q", bytes(8 * total))
     for dst, srcs in deps.items():
         for src in srcs:
-            successors[filled[src]] = dst
-            filled[src] += 1
-    del filled
+            row_start[src] -= 1
+            successors[row_start[src]] = dst
     return pending, row_start, successors
 
 

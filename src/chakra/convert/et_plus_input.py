@@ -96,7 +96,11 @@ class _Sharing:
     def outline(self, node: EtPlusNode) -> EtPlusNode:
         """``node`` without inputs, outputs, Kineto thread and attrs but ``tid``."""
         shared = self._shared
-        tid = next((attr for attr in node.attrs if attr.name == "tid"), None)
+        tid = None
+        for attr in node.attrs:  # a loop: a generator per node costs more
+            if attr.name == "tid":
+                tid = attr
+                break
         try:
             key = (_TID_ONLY, tid.type, tid.value.__class__, tid.value) if tid else _TID_ONLY
             attrs = shared.setdefault(key, [tid] if tid else [])

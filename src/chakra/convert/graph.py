@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping
+from itertools import repeat
 from typing import Optional, Union
 
 import msgspec
@@ -99,6 +100,9 @@ def first_starts(nodes: Iterable[EtPlusNode], children: Mapping[int, list[EtPlus
             if not done:
                 if node.id in first:
                     continue
+                if not kids:  # a leaf (most ops): its own start, without a second visit
+                    first[node.id] = node.ts
+                    continue
                 first[node.id] = None  # entered
                 stack.append((node, True))
                 stack.extend((kid, False) for kid in kids if kid.id not in first)
@@ -110,10 +114,12 @@ def first_starts(nodes: Iterable[EtPlusNode], children: Mapping[int, list[EtPlus
     return first
 
 
-def program_order(kids: Iterable[EtPlusNode], first: Mapping[int, Optional[Number]]) -> list:
+def program_order(kids: Collection[EtPlusNode], first: Mapping[int, Optional[Number]]) -> list:
     """Children in the order the thread ran them: by the first measured start in each
     child's subtree; a child with no timing at all keeps its place after the sibling that
     precedes it by id (host ids grow in program order), never jumping ahead of timed work."""
+    if len(kids) == 1:  # nothing to order (many ops run one child)
+        return list(kids)
     by_id = sorted(kids, key=lambda n: n.id)
     keyed = []
     previous: Number = float("-inf")
@@ -130,9 +136,10 @@ def outlives_parent(node: EtPlusNode, parent: Optional[EtPlusNode]) -> bool:
     """``node`` was closed after its parent returned, on the same thread (a record function
     ended asynchronously, e.g. ``gloo:send`` when its transfer completes): the thread did
     not wait for it, so it is replayed beside the thread, not on it."""
-    if parent is None or parent.end is None or node.end is None or node.ran_under is not None:
+    if parent is None or node.ran_under is not None:
         return False
-    return node.end > parent.end + CLOCK_RESOLUTION_US
+    end, parent_end = node.end, parent.end  # properties: each read once
+    return end is not None and parent_end is not None and end > parent_end + CLOCK_RESOLUTION_US
 
 
 def _roots(nodes: list[EtPlusNode], by_id: Mapping[int, EtPlusNode]) -> list[EtPlusNode]:
@@ -200,7 +207,7 @@ def _split_timed_ops(
     for call in calls:
         resumes[call.host][call.start] = call.resumed
     for node in trace.nodes:
-        if not node.is_gpu and node.ts is not None and node.end is not None:
+        if node.cat is None and node.ts is not None and node.end is not None:  # timed host op
             segments.split(
                 node,
                 children.get(node.id, ()),
@@ -268,7 +275,7 @@ def _chain(
             pieces = segments.pieces[node.id]
         else:
             pieces = children.get(node.id, [])
-        stack.extend((piece, chain) for piece in reversed(pieces))
+        stack.extend(zip(reversed(pieces), repeat(chain)))  # pairs made in C, not a generator
     return idle
 
 

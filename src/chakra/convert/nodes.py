@@ -15,7 +15,14 @@ import msgspec
 from chakra.convert.classify import Classified
 from chakra.convert.et_plus_input import EtPlusNode, NodePayload
 from chakra.et.attributes import add_attr
-from chakra.et.node_fields import AttrPieces, NodeHeads, io_info, remember
+from chakra.et.node_fields import (
+    AttrPieces,
+    NodeHeads,
+    bool_attr,
+    int64_entries,
+    io_info,
+    remember,
+)
 from chakra.et.schema import Node, NodeType
 from chakra.ingest.host_json import ARGS_DECODER
 
@@ -37,7 +44,7 @@ def _io(raw: msgspec.Raw, outputs: bool) -> bytes:
     if text[:1] != b"{":
         return remember(cache, text, b"", _IO_CACHE_LIMIT)
     args = ARGS_DECODER.decode(text)
-    piece = io_info(outputs, bytes(args.values), bytes(args.shapes), bytes(args.types))
+    piece = io_info(outputs, args.values, args.shapes, args.types)
     return remember(cache, text, piece, _IO_CACHE_LIMIT)
 
 
@@ -46,7 +53,7 @@ _INPUTS: dict[bytes, bytes] = {}
 _OUTPUTS: dict[bytes, bytes] = {}
 
 
-_PIECES = AttrPieces(frozenset({"rf_id", "seq_id", "segment_of", "delay_before", "duration_ns"}))
+_PIECES = AttrPieces()
 _HEADS = NodeHeads()
 _COMM_PIECES: dict[Classified, bytes] = {}
 
@@ -55,14 +62,17 @@ def _micros(value: Any) -> int:
     return max(round(value), 0) if isinstance(value, (int, float)) else 0
 
 
-def _exact_duration(value: Any, micros: int) -> bytes:
-    """``duration_micros`` is a whole number; a fractional duration is also kept exactly as
+def _duration(value: Any) -> tuple[int, bytes]:
+    """``duration_micros`` (a whole number) and, for a fractional duration, the exact one as
     ``duration_ns`` (the simulator prefers it), so that replays do not drift."""
-    if isinstance(value, float) and value > 0:
-        nanos = round(value * 1000)
-        if nanos != micros * 1000:
-            return _PIECES.int64("duration_ns", nanos)
-    return b""
+    if isinstance(value, float):
+        micros = max(round(value), 0)
+        if value > 0:
+            nanos = round(value * 1000)
+            if nanos != micros * 1000:
+                return micros, _PIECES.int64("duration_ns", nanos)
+        return micros, b""
+    return (max(round(value), 0) if isinstance(value, int) else 0), b""
 
 
 def build_node(
@@ -90,36 +100,58 @@ def build_node(
         duration = node.dur if node.dur is not None else node.inclusive_dur
     else:
         duration = node.exclusive_dur
-    micros = _micros(duration)
-    int64 = _PIECES.int64
-    pieces = [
+    micros, exact = _duration(duration)
+    values = {a.name: a.value for a in payload.attrs}
+    schema = values.get("op_schema")
+    return b"".join((
         _HEADS.head(node.id, node.name, int(kind.node_type), () if parent is None else (parent,),
                     data_deps, _micros(node.ts if start_us is None else start_us), micros),
         _io(payload.inputs, False) if kind.metadata_values is None
         else io_info(False, kind.metadata_values.encode(), b"", b""),
         _io(payload.outputs, True),
-        _exact_duration(duration, micros),
-    ]  # fmt: skip
-    values = {a.name: a.value for a in payload.attrs}
-    get = values.get
-    for name in INT_ATTRS:
-        value = get(name)
-        if value.__class__ is int and (holds_thread or name != "tid"):  # not a bool
-            pieces.append(int64(name, value))
-    pieces.append(_PIECES.string("op_schema", str(get("op_schema") or "")))
+        exact,
+        _INTS(values) if holds_thread else _INTS_BESIDE(values),
+        _tail(schema if schema.__class__ is str else str(schema or ""), kind,
+              node.stream if gpu else None, node.device if gpu else None),
+    ))  # fmt: skip
+
+
+_INTS = int64_entries(INT_ATTRS)
+_INTS_BESIDE = int64_entries([name for name in INT_ATTRS if name != "tid"])  # no thread held
+#: (op_schema, id of the kind, stream, device) -> (the kind, the serialized attrs after the
+#: int ones); the kind is kept so that its id names it alone while the entry lives
+_TAILS: dict[tuple[str, int, Optional[int], Optional[int]], tuple[Classified, bytes]] = {}
+
+
+def _tail(op_schema: str, kind: Classified, stream: Optional[int], device: Optional[int]) -> bytes:
+    """The serialized attrs after the int ones: ``op_schema``, the CPU flags, a GPU op's
+    stream and device, the communication attrs; remembered (up to a bound) for the
+    combinations seen before, keyed by the kind's identity (kinds are shared per plan, and
+    hashing one hashes all its fields)."""
+    key = (op_schema, id(kind), stream, device)
+    cached = _TAILS.get(key)
+    if cached is not None and cached[0] is kind:
+        return cached[1]
+    pieces = [_PIECES.string("op_schema", op_schema)]
     # ASTRA-sim refuses a communication node on the CPU ("Comm node should not be on CPU"):
     # a host collective (gloo) is written is_cpu_op false and runs_on_host true
     host_comm = kind.is_cpu_op and kind.node_type in COMM_NODE_TYPES
     pieces.append(_PIECES.boolean("is_cpu_op", kind.is_cpu_op and not host_comm))
     if host_comm:
         pieces.append(_PIECES.boolean("runs_on_host", True))
-    if gpu:
-        if node.stream is not None:
-            pieces.append(int64("stream", node.stream))
-        if node.device is not None:
-            pieces.append(int64("device", node.device))
+    if stream is not None:
+        pieces.append(_PIECES.int64("stream", stream))
+    if device is not None:
+        pieces.append(_PIECES.int64("device", device))
     pieces.append(_comm_attrs(kind))
-    return b"".join(pieces)
+    tail = b"".join(pieces)
+    if len(_TAILS) >= _TAIL_CACHE_LIMIT:
+        _TAILS.clear()
+    _TAILS[key] = (kind, tail)
+    return tail
+
+
+_TAIL_CACHE_LIMIT = 1 << 12
 
 
 def _comm_attrs(kind: Classified) -> bytes:
@@ -156,12 +188,12 @@ def _comm_attrs(kind: Classified) -> bytes:
 def idle_node(node_id: int, before: EtPlusNode, duration_us: float, data_deps: list[int],
               parent: Optional[int]) -> bytes:  # fmt: skip
     """The measured idle time before a top-level CPU op, as a CPU node on its thread."""
-    micros = _micros(duration_us)
+    micros, exact = _duration(duration_us)
     start = _micros(before.ts - duration_us) if before.ts is not None else 0
     parents = () if parent is None else (parent,)
     pieces = [
         _HEADS.head(node_id, "[idle]", _COMP, parents, data_deps, start, micros),
-        _exact_duration(duration_us, micros),
+        exact,
     ]
     tid = before.attr("tid")
     if isinstance(tid, int):
@@ -175,19 +207,20 @@ def _cpu_node(node_id: int, name: str, op: EtPlusNode, start_us: Any, duration_u
               data_deps: list[int], parent: Optional[int], marker: str,
               tid: bool = True) -> bytes:  # fmt: skip
     """A CPU node for part of ``op``'s time; ``marker`` names the attr holding ``op``'s id."""
-    micros = _micros(duration_us)
+    micros, exact = _duration(duration_us)
     start = _micros(start_us) if start_us is not None else 0
     parents = () if parent is None else (parent,)
-    pieces = [
+    value = op.attr("tid") if tid else None
+    return b"".join((
         _HEADS.head(node_id, name, _COMP, parents, data_deps, start, micros),
-        _exact_duration(duration_us, micros),
-    ]
-    value = op.attr("tid")
-    if tid and isinstance(value, int):
-        pieces.append(_PIECES.int64("tid", value))
-    pieces.append(_PIECES.boolean("is_cpu_op", True))
-    pieces.append(_PIECES.int64(marker, op.id))
-    return b"".join(pieces)
+        exact,
+        _PIECES.int64("tid", value) if isinstance(value, int) else b"",
+        _ON_CPU,
+        _PIECES.int64(marker, op.id),
+    ))  # fmt: skip
+
+
+_ON_CPU = bool_attr("is_cpu_op", True)
 
 
 def segment_node(segment: Any, op: EtPlusNode, data_deps: list[int],

@@ -39,18 +39,19 @@ def backward_parents(
     Converted ids are dense (0..n plus a few), so counts, successor rows and positions
     live in flat arrays indexed by id (8 bytes a node or edge: dictionaries of lists took
     ~300 MiB more on a 600 MB job); other ids go through a dense numbering first."""
-    order = sorted(ids)
-    if order and (order[0] < 0 or order[-1] > 4 * len(order) + 1024):
+    low, high = (min(ids), max(ids)) if ids else (0, -1)  # no sorted copy: memory at the peak
+    if ids and (low < 0 or high > 4 * len(ids) + 1024):
+        order = sorted(ids)
         number = {node: i for i, node in enumerate(order)}
         renumbered = {number[d]: [number[s] for s in srcs] for d, srcs in deps.items()}
         dense = ((number.get(c, -1), number.get(p, -1)) for c, p in parents)
         times = {number[n]: t for n, t in start_us.items() if n in number}
         backward = backward_parents(dense, renumbered, range(len(order)), times)
         return {order[c] for c in backward if c >= 0}
-    top = order[-1] + 1 if order else 0
+    top = high + 1
     pending, row_start, successors = dense_rows(deps, top)
     get = start_us.get
-    ready = [(_time(get(n)), n) for n in order if pending[n] == 0]
+    ready = [(_time(get(n)), n) for n in ids if pending[n] == 0]  # a heap: any order
     heapq.heapify(ready)
     position = array("q", [-1]) * top
     pop, push, count = heapq.heappop, heapq.heappush, 0
@@ -107,12 +108,18 @@ class Parents:
         if node_id in self.left_out:
             return None
         parent = self.extra.get(node_id)
-        return parent if parent is not None else self._own(node_id)
+        if parent is not None:
+            return parent
+        node = self.by_id.get(node_id)  # _own, inlined: called once for every node written
+        if node is None or node.ctrl_deps not in self.by_id or node.ctrl_deps == node_id:
+            return None
+        return node.ctrl_deps
 
     def items(self) -> Iterator[tuple[int, int]]:
         """Every (child, parent), before any is left out."""
-        for node_id in self.by_id:
-            parent = self._own(node_id)
-            if parent is not None:
+        by_id = self.by_id
+        for node_id, node in by_id.items():  # _own, inlined: once per node
+            parent = node.ctrl_deps
+            if parent is not None and parent != node_id and parent in by_id:
                 yield node_id, parent
         yield from self.extra.items()

@@ -68,7 +68,7 @@ class Segmentation:
         segment ending then meets instead of the last."""
         start, end = op.ts, op.end
         assert start is not None and end is not None
-        points = sorted({t for t in cuts if start < t < end})
+        points = sorted({t for t in cuts if start < t < end}) if cuts else []
         pieces: list[Piece] = []
         segments: list[Segment] = []
         cursor = start
@@ -79,9 +79,10 @@ class Segmentation:
             elif not segments:
                 self._own_time(op, cursor, cursor, points, segments, pieces)
             pieces.append(child)
-            child_end = child.end if child.end is not None else cursor
-            if child.end is not None and child.end > end + CLOCK_RESOLUTION_US:  # closed later
-                child_end = cursor if child_start is None else max(child_start, cursor)
+            measured_end = child.end  # a property: read once
+            child_end = measured_end if measured_end is not None else cursor
+            if measured_end is not None and measured_end > end + CLOCK_RESOLUTION_US:
+                child_end = cursor if child_start is None else max(child_start, cursor)  # later
             cursor = max(cursor, min(child_end, end))
         if cursor < end or not segments:
             self._own_time(op, cursor, max(cursor, end), points, segments, pieces)
@@ -129,17 +130,24 @@ class Segmentation:
         return ([renamed[id(s)] for s in segments], [renamed.get(id(p), p) for p in pieces])
 
     def _own_time(self, op, begin, finish, points, segments, pieces) -> None:
+        if not points:  # most ops: no cut inside, so one segment at most
+            if not segments or finish != begin:
+                self._add(op.id, begin, finish, segments, pieces)
+            return
         bounds = [begin, *(t for t in points if begin < t < finish), finish]
         for a, b in zip(bounds, bounds[1:]):
-            if segments and b == a:
-                continue
-            node_id = op.id if not segments else self._new_id()
-            segment = Segment(node_id, op.id, a, b)
-            segments.append(segment)
-            pieces.append(segment)
-            if node_id != op.id:
-                self.extra.append(segment)
-                self._extra_ids.append(node_id)
+            if not segments or b != a:
+                self._add(op.id, a, b, segments, pieces)
+
+    def _add(self, op_id: int, a: Number, b: Number, segments: list, pieces: list) -> None:
+        """A segment of the op from ``a`` to ``b``: the first keeps the op's id."""
+        node_id = op_id if not segments else self._new_id()
+        segment = Segment(node_id, op_id, a, b)
+        segments.append(segment)
+        pieces.append(segment)
+        if node_id != op_id:
+            self.extra.append(segment)
+            self._extra_ids.append(node_id)
 
     def _new_id(self) -> int:
         self.next_id += 1
@@ -219,7 +227,7 @@ def cut_points(nodes: Iterable[EtPlusNode], sync_calls: Iterable[SyncCall]):
     start and the end of synchronising calls it encloses."""
     cuts: dict[int, list[Number]] = {}
     for node in nodes:
-        launch = node.launch if node.is_gpu else None
+        launch = node.launch if node.cat is not None else None  # a GPU op (is_gpu, inlined)
         if launch is not None and launch.ts is not None and node.ctrl_deps is not None:
             cuts.setdefault(node.ctrl_deps, []).append(launch.ts)
     for call in sync_calls:

@@ -11,10 +11,10 @@ against protobuf's own serialization.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Union
 
-from chakra.et.framing import encode_varint
+from chakra.et.framing import SMALL_VARINT_LIMIT, SMALL_VARINTS, encode_varint
 
 # Node fields: id = 1, name = 2, type = 3 (varint), ctrl_deps = 4, data_deps = 5 (packed),
 # start_time_micros = 6, duration_micros = 7 (varints).
@@ -26,7 +26,14 @@ _INPUTS_TAG, _OUTPUTS_TAG, _ATTR_TAG = b"\x42", b"\x4a", b"\x52"
 # string_val = 29 (string).
 _NAME_TAG, _INT64_TAG, _BOOL_TAG, _STRING_TAG = b"\x0a", b"\x48", b"\xd8\x01", b"\xea\x01"
 _UINT64_MASK = (1 << 64) - 1
+BytesLike = Union[bytes, Any]  # bytes, or an object with the buffer protocol (msgspec.Raw)
 _CACHE_LIMIT = 1 << 16
+_SMALL_NEGATIVES = 64
+#: The varints of -64..-1 as int64 (two's complement on 64 bits), at their value's index
+#: from the end (index -1 holds -1's).
+_NEGATIVE_VARINTS = [
+    encode_varint((n - _SMALL_NEGATIVES) & _UINT64_MASK) for n in range(_SMALL_NEGATIVES)
+]
 
 
 def remember(
@@ -61,9 +68,10 @@ def string_attr(name: str, value: str) -> bytes:
     return _delimited(_ATTR_TAG, _named(name) + _delimited(_STRING_TAG, value.encode()))
 
 
-def io_info(outputs: bool, values: bytes, shapes: bytes, types: bytes) -> bytes:
+def io_info(outputs: bool, values: BytesLike, shapes: BytesLike, types: BytesLike) -> bytes:
     """``inputs``/``outputs`` with the JSON text of values, shapes and types (an empty text
-    is left out, as protobuf leaves out a field holding its default)."""
+    is left out, as protobuf leaves out a field holding its default); bytes or any object
+    holding them (a ``msgspec.Raw``: not copied first)."""
     body = b""
     if values:
         body += b"\x0a" + encode_varint(len(values)) + values
@@ -75,29 +83,25 @@ def io_info(outputs: bool, values: bytes, shapes: bytes, types: bytes) -> bytes:
 
 
 class AttrPieces:
-    """Serialized attribute entries, remembered for the (name, value) pairs seen before
-    (up to a bound); ``int64`` of a name in ``uncached`` (values unique per node, such as
-    record-function ids) is encoded each time."""
+    """Serialized attribute entries: ``int64`` from the encoded name of each attr with the
+    entry's length byte for each value length (no cache: a lookup and a concatenation cost
+    less than keying one, and unique values such as record-function ids would only fill it);
+    ``boolean`` and ``string`` remembered for the (name, value) pairs seen before (up to a
+    bound)."""
 
-    def __init__(self, uncached: frozenset[str] = frozenset({"rf_id", "seq_id"})) -> None:
+    def __init__(self) -> None:
         self._cache: dict[tuple, bytes] = {}
-        self._ints: dict[tuple[str, int], bytes] = {}
-        self._uncached = uncached
-        self._names: dict[str, bytes] = {}
+        self._int_heads: dict[str, list[bytes]] = {}
 
     def int64(self, name: str, value: int) -> bytes:
-        if name in self._uncached:
-            return self._int64(name, value)
-        key = (name, value)
-        piece = self._ints.get(key)
-        return piece if piece is not None else remember(self._ints, key, self._int64(name, value))
-
-    def _int64(self, name: str, value: int) -> bytes:
-        prefix = self._names.get(name)
-        if prefix is None:
-            prefix = self._names[name] = _named(name) + _INT64_TAG
-        body = prefix + encode_varint(value & _UINT64_MASK)
-        return _ATTR_TAG + encode_varint(len(body)) + body
+        heads = self._int_heads.get(name)
+        if heads is None:
+            heads = self._int_heads[name] = _int64_heads(name)
+        if 0 <= value < SMALL_VARINT_LIMIT:
+            encoded = SMALL_VARINTS[value]
+        else:
+            encoded = encode_varint(value & _UINT64_MASK)
+        return heads[len(encoded)] + encoded
 
     def boolean(self, name: str, value: bool) -> bytes:
         key = (name, bool, value)
@@ -108,6 +112,37 @@ class AttrPieces:
         key = (name, str, value)
         piece = self._cache.get(key)
         return piece if piece is not None else remember(self._cache, key, string_attr(name, value))
+
+
+def int64_entries(names: Sequence[str]) -> Callable[[Mapping[str, Any]], bytes]:
+    """A function giving the ``int64`` attr entries of those of ``names`` whose value in a
+    mapping is an int (not a bool), in the order of ``names``: once per node, with the
+    encoded names computed here once (a call per entry costs more than the entry)."""
+    heads = [(name, _int64_heads(name)) for name in names]
+
+    def entries(values: Mapping[str, Any]) -> bytes:
+        out = b""
+        get = values.get
+        for name, head in heads:
+            value = get(name)
+            if value.__class__ is int:
+                if 0 <= value < SMALL_VARINT_LIMIT:
+                    encoded = SMALL_VARINTS[value]
+                elif -_SMALL_NEGATIVES <= value < 0:  # seq_id -1: ten bytes, each time
+                    encoded = _NEGATIVE_VARINTS[value]
+                else:
+                    encoded = encode_varint(value & _UINT64_MASK)
+                out += head[len(encoded)] + encoded
+        return out
+
+    return entries
+
+
+def _int64_heads(name: str) -> list[bytes]:
+    """``attr``'s tag and length and the entry's name and value tag, by the length of the
+    encoded value (1 to 10 bytes; index 0 unused)."""
+    named = _named(name) + _INT64_TAG
+    return [_ATTR_TAG + encode_varint(len(named) + size) + named for size in range(11)]
 
 
 class NodeHeads:
@@ -136,15 +171,27 @@ class NodeHeads:
             if node_type:
                 named += _TYPE_TAG + encode_varint(node_type)
             remember(self._names, (name, node_type), named)
-        head = _ID_TAG + encode_varint(node_id) + named if node_id else named
+        # small numbers (lengths, most durations) indexed inline: a call each costs more
+        small, limit, varint = SMALL_VARINTS, SMALL_VARINT_LIMIT, encode_varint
+        head = _ID_TAG + varint(node_id) + named if node_id else named
         if ctrl_deps:
-            packed = b"".join(map(encode_varint, ctrl_deps))
-            head += _CTRL_TAG + encode_varint(len(packed)) + packed
+            packed = b"".join(map(varint, ctrl_deps))
+            head += (
+                _CTRL_TAG + small[len(packed)] + packed
+                if len(packed) < limit
+                else (_CTRL_TAG + varint(len(packed)) + packed)
+            )
         if data_deps:
-            packed = b"".join(map(encode_varint, data_deps))
-            head += _DATA_TAG + encode_varint(len(packed)) + packed
+            packed = b"".join(map(varint, data_deps))
+            head += (
+                _DATA_TAG + small[len(packed)] + packed
+                if len(packed) < limit
+                else (_DATA_TAG + varint(len(packed)) + packed)
+            )
         if start_us:
-            head += _START_TAG + encode_varint(start_us)
+            head += _START_TAG + varint(start_us)
         if duration_us:
-            head += _DURATION_TAG + encode_varint(duration_us)
+            head += _DURATION_TAG + (
+                small[duration_us] if duration_us < limit else varint(duration_us)
+            )
         return head
