@@ -262,7 +262,8 @@ def run_pipeline(
     execution = _execution(jobs, resume, max_memory_gb, executor, scheduler)
     shown = checked_options(timeline, [files.rank for files in ranks])
     scenarios = None if what_if is None else tuple(what_if)
-    outputs = OutputOptions(plot, html, scenarios, shown, astra_sim_profile, beside=jobs > 1)
+    beside = jobs > 1 and executor == "process"  # no fork beside a Dask client's threads
+    outputs = OutputOptions(plot, html, scenarios, shown, astra_sim_profile, beside=beside)
     output_dir = location(output_dir)
     check_inputs(ranks)
     refuse_overwriting(ranks, output_dir, et_prefix)
