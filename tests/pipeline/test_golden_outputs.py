@@ -12,6 +12,8 @@ rewrites them; review why before committing.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -46,20 +48,46 @@ def _check(name: str, written: bytes) -> None:
         f"{expected[first:first + 80]!r}"  # fmt: skip
 
 
-def test_job_outputs_match_the_golden_files(traces: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", [1, 2])  # 2: ranks in workers, the timeline beside the views
+def test_job_outputs_match_the_golden_files(traces: Path, tmp_path: Path, jobs: int) -> None:
     out = tmp_path / "out"
-    run_pipeline(ranks_in_folder(traces), out, jobs=1)
+    run_pipeline(ranks_in_folder(traces), out, jobs=jobs)
     for name in NAMES:
         _check(name, (out / name).read_bytes())
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
 def test_compressed_timeline_matches_the_golden_file(
-    traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
 ) -> None:
     monkeypatch.setattr(timeline_file, "GZIP_ABOVE_EVENTS", 10)
     out = tmp_path / "out"
-    run_pipeline(ranks_in_folder(traces), out, jobs=1, plot=False, html=False)
+    run_pipeline(ranks_in_folder(traces), out, jobs=jobs, plot=False, html=False)
     assert not (out / "timeline.json").exists()
     packed = (out / "timeline.json.gz").read_bytes()
     _check("timeline.json", gzip.decompress(packed))
     _check("timeline.json.gz", packed)
+
+
+#: SHA-256 of every file of the job's output folder (timeline and report.html included;
+#: no plot), the inputs and outputs named relative to the run's folder: written by main at
+#: eb0b734, before the second round of issue 35's speed work (faster linker, converter and
+#: pipeline) and checked equal with one worker and with two.
+RANK_FILES = GOLDEN / "rank_files.sha256.json"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_every_file_of_the_job_matches_its_golden_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the ET+ records the input names it was given
+    generate_job(SynthOptions(seed=3, ranks=3, steps=2, ops_per_step=20), Path("traces"))
+    run_pipeline(ranks_in_folder(Path("traces")), Path("out"), jobs=jobs, plot=False)
+    digests = {path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+               for path in sorted(Path("out").iterdir())}  # fmt: skip
+    if UPDATE:
+        RANK_FILES.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
+        return
+    expected = json.loads(RANK_FILES.read_text())
+    assert sorted(digests) == sorted(expected)
+    assert {name for name in digests if digests[name] != expected[name]} == set()
