@@ -95,6 +95,13 @@ def process_pool(workers: int, context: Optional[BaseContext] = None) -> Process
     )  # fmt: skip
 
 
+def cores_available() -> int:
+    """How many cores this process may run on (its CPU affinity where the platform says)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 #: In this process while :func:`forked` starts its worker: the work the worker inherits.
 _inherited: Optional[Callable[[], Any]] = None
 

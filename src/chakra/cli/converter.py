@@ -20,7 +20,7 @@ from chakra.cli import arg_types
 from chakra.cli.conventions import ToolArgumentParser
 from chakra.cli.outputs import log_file, prepare_outputs
 from chakra.cli.runner import add_log_level_option, run_tool
-from chakra.errors import ChakraError, UsageError
+from chakra.errors import UsageError
 from chakra.text.limits import DEFAULT_MAX_NODES, DEFAULT_MAX_OUTPUT_BYTES, MAX_NODES_PER_NPU
 
 if TYPE_CHECKING:  # the library is imported once the arguments parse (a quick --help)
@@ -52,6 +52,16 @@ def _add_pytorch_options(parser: argparse.ArgumentParser, shown: bool = True) ->
         "--no-gaps",
         action="store_true",
         help=described("do not replay measured idle time between top-level CPU ops"),
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=arg_types.int_in(1, 2, "1 or 2"),
+        metavar="N",
+        help=described(
+            "processes that build the nodes, 1 or 2, the same file either way (default: 2 "
+            "where this process may run on two or more cores)"
+        ),
     )
     parser.add_argument(
         "--validate",
@@ -303,9 +313,11 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
     appear together or neither does. The group file there is read and checked before any
     work (:mod:`chakra.convert.group_file`); the new one is checked against it before
     either file is written."""
+    from chakra.cli.converted_graph import print_simulation, validate_before_commit
     from chakra.convert import ConvertOptions
     from chakra.convert.group_file import merged_comm_groups, read_comm_groups, write_comm_groups
     from chakra.fileio import AtomicGroup
+    from chakra.workers import cores_available
 
     existing = read_comm_groups(groups)
     options = ConvertOptions(
@@ -315,9 +327,10 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
         process_group_metadata=args.process_group_metadata,
     )
     with AtomicGroup() as outputs:  # the .et appears only once it has passed --validate
-        report = _converted(source, target, options, outputs, args.astra_sim_profile)
+        processes = args.jobs or min(2, cores_available())
+        report = _converted(source, target, options, outputs, args.astra_sim_profile, processes)
         if args.validate:
-            _validate_before_commit(outputs, target)
+            validate_before_commit(outputs, target)
         if report.comm_groups:
             table = merged_comm_groups(groups, existing, report.comm_groups, source)
             write_comm_groups(groups, table, outputs)
@@ -327,20 +340,22 @@ def _convert_pytorch(args: argparse.Namespace, source: str, target: str, groups:
     if report.comm_groups:
         logger.info("ASTRA-sim communicator groups in %s (--comm-group-configuration)", groups)
     if args.simulate:
-        _simulate(target)
+        print_simulation(target)
 
 
 def _converted(
-    source: str, target: str, options: ConvertOptions, outputs: AtomicGroup, profile: str
-) -> Any:
-    """Convert ``source`` into ``target`` (in ``outputs``); with the ``fold`` profile, the
-    fold of the graph as it replays alone (:mod:`chakra.simulate.fold`)."""
+    source: str, target: str, options: ConvertOptions, outputs: AtomicGroup, profile: str,
+    processes: int = 1,
+) -> Any:  # fmt: skip
+    """Convert ``source`` into ``target`` (in ``outputs``) by ``processes`` processes; with
+    the ``fold`` profile, the fold of the graph as it replays alone
+    (:mod:`chakra.simulate.fold`)."""
     import tempfile
 
     from chakra.convert import convert_file
 
     if profile != "fold":
-        return convert_file(source, target, options, outputs)
+        return convert_file(source, target, options, outputs, processes)
     from chakra.et.reader import EtReader
     from chakra.et.writer import write_et
     from chakra.simulate import build_graph, simulate
@@ -348,40 +363,13 @@ def _converted(
 
     with tempfile.TemporaryDirectory(prefix="chakra-converter-") as folder:
         full = Path(folder) / "full.et"
-        report = convert_file(source, full, options)
+        report = convert_file(source, full, options, processes=processes)
         with EtReader(full) as reader:
             metadata, nodes = reader.metadata, list(reader)
     replay = simulate([build_graph(nodes, 0)])
     (folded,) = fold_job([nodes], replay)
     write_et(target, fold_metadata(metadata, None), folded, outputs)
     return report
-
-
-def _validate_before_commit(outputs: AtomicGroup, target: str) -> None:
-    """Validate the finished temporary of ``target``; an error discards it."""
-    from chakra.et.graph_checks import validate_et
-
-    pending = outputs.hand_over()
-    outputs.adopt(pending)
-    validation = validate_et(pending[0][0])
-    if not validation.ok:
-        first = validation.problems[0].message
-        count = len(validation.problems)
-        raise ChakraError(f"{target}: {count} validation problems ({first})")
-
-
-def _simulate(target: str) -> None:
-    from chakra.simulate.analysis import log_reference_lines
-    from chakra.simulate.result import rank_results
-    from chakra.simulate.run import simulate_files
-
-    engine = simulate_files([target])
-    log_reference_lines(engine)
-    (result,) = rank_results(engine)
-    line = f"simulated makespan {result.simulated_makespan_us:,.0f} us"
-    if result.measured_makespan_us is not None:
-        line += f", measured {result.measured_makespan_us:,.0f} us, error {result.error_pct:+.2f}%"
-    print(line)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from itertools import chain
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import msgspec
 
@@ -21,9 +21,7 @@ from chakra.convert.cycles import break_cycles
 from chakra.convert.et_plus_input import (
     EtPlusNode,
     EtPlusTrace,
-    NodePayload,
     load_et_plus,
-    with_payloads,
 )
 from chakra.convert.evidence_edges import evidence
 from chakra.convert.graph import (
@@ -35,13 +33,7 @@ from chakra.convert.graph import (
     thread_chains,
 )
 from chakra.convert.idle_waits import idle_after_waits
-from chakra.convert.nodes import (
-    build_node,
-    delay_node,
-    end_node,
-    idle_node,
-    segment_node,
-)
+from chakra.convert.node_stream import serialized_nodes, write_nodes
 from chakra.convert.parents import Parents, backward_parents
 from chakra.convert.segments import Segmentation
 from chakra.errors import ChakraError, PathLike
@@ -49,7 +41,6 @@ from chakra.et.attributes import set_attr
 from chakra.et.contradictions import set_contradictions
 from chakra.et.schema import GlobalMetadata, Node, NodeType
 from chakra.et.threads import set_threads
-from chakra.et.writer import write_et
 from chakra.fileio import AtomicGroup
 from chakra.ingest.json_input import gc_paused
 from chakra.progress import STEPS, Progress, phase, tracked
@@ -148,8 +139,8 @@ def convert_et_plus(trace: EtPlusTrace, options: ConvertOptions) -> EtGraph:
     with gc_paused():
         plan, report = _planned(trace, options)
         total = sum(report.nodes_by_type.values())
-        serialized = tracked(_nodes(trace, plan), total, f"building the nodes of {trace.path}",
-                             unit="nodes")  # fmt: skip
+        serialized = tracked(serialized_nodes(trace, plan), total,
+                             f"building the nodes of {trace.path}", unit="nodes")  # fmt: skip
         nodes = tuple(map(Node.FromString, serialized))
         return EtGraph(_metadata(trace, report, options), nodes, report)
 
@@ -348,53 +339,22 @@ def _measured_ends(
     return ends
 
 
-def _nodes(trace: EtPlusTrace, plan: _Plan) -> Iterator[bytes]:
-    """The serialized nodes in id order, built one at a time (idle nodes have the top ids).
-    The payloads of an outline trace's nodes are read again, one at a time."""
-    by_id, deps, parents = plan.by_id, plan.deps, plan.parents
-    nodes: Iterable[tuple[EtPlusNode, Union[EtPlusNode, NodePayload]]] = (
-        with_payloads(trace) if trace.outline
-        else ((by_id[i], by_id[i]) for i in sorted(by_id))  # a whole node is its own payload
-    )  # fmt: skip
-    for node, payload in nodes:
-        node_id = node.id
-        parent = parents.get(node_id)
-        own = plan.segments.anchored(node_id)
-        yield build_node(node, plan.kinds[node_id], sorted(deps.get(node_id, ())), parent,
-                         None if own is None else own.end - own.start, payload,
-                         holds_thread=node_id not in plan.segments.detached,
-                         start_us=None if own is None else own.start)  # fmt: skip
-    for segment in plan.segments.extra:
-        yield segment_node(segment, by_id[segment.op_id], sorted(deps.get(segment.node_id, ())),
-                           parents.get(segment.node_id))  # fmt: skip
-    for gap in plan.idle:
-        yield idle_node(gap.node_id, by_id[gap.before], gap.duration_us,
-                        sorted(deps.get(gap.node_id, ())), parents.get(gap.node_id))  # fmt: skip
-    befores = {delay.before for delay in plan.delays if delay.before not in by_id}
-    op_of = {s.node_id: s.op_id for s in plan.segments.extra if s.node_id in befores}
-    for delay in plan.delays:  # before an op, or before a later segment of one
-        before = by_id[op_of.get(delay.before, delay.before)]
-        yield delay_node(delay, before, sorted(deps.get(delay.node_id, ())),
-                         parents.get(delay.node_id))  # fmt: skip
-    if plan.end is not None:
-        yield end_node(*plan.end)
-
-
 def convert_file(
     input_path: PathLike,
     output_path: PathLike,
     options: Optional[ConvertOptions] = None,
     group: Optional[AtomicGroup] = None,
+    processes: int = 1,
 ) -> ConvertReport:
     """Load ET+, convert, and stream the ``.et`` to disk (atomically; ``.gz`` compresses):
     only one protobuf node is in memory at a time. Our own ET+ is loaded as an outline and
     read a second time while writing (see ``load_et_plus``). With a ``group``, the ``.et``
-    appears when the group commits."""
+    appears when the group commits. ``processes`` 2: a forked second process builds the
+    later half of the nodes (:func:`chakra.convert.node_stream.write_nodes`), same bytes."""
     trace = load_et_plus(input_path, keep_whole=reads_payload)
     options = options or ConvertOptions()
     with gc_paused():
         plan, report = _planned(trace, options)
-        total = sum(report.nodes_by_type.values())
-        nodes = tracked(_nodes(trace, plan), total, f"writing {output_path}", unit="nodes")
-        write_et(output_path, _metadata(trace, report, options), nodes, group)
+        metadata = _metadata(trace, report, options)
+        write_nodes(output_path, metadata, trace, plan, group, processes)
     return report

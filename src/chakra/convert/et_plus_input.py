@@ -200,11 +200,12 @@ def _ids_increase(nodes: list[EtPlusNode]) -> bool:
 _PAYLOAD_DECODER = msgspec.json.Decoder(NodePayload, strict=False)
 
 
-def with_payloads(trace: EtPlusTrace) -> Iterator[tuple[EtPlusNode, NodePayload]]:
+def with_payloads(trace: EtPlusTrace, skip: int = 0) -> Iterator[tuple[EtPlusNode, NodePayload]]:
     """Each node of an outline trace with its payload read again from the file, one at a
-    time, in id order. Raises TraceFormatError when the file changed since it was loaded."""
-    again = reread_nodes(trace.path, _PAYLOAD_DECODER.decode)
-    for loaded in trace.nodes:
+    time, in id order, from the ``skip``-th on (the lines before it passed over, not
+    decoded). Raises TraceFormatError when the file changed since it was loaded."""
+    again = reread_nodes(trace.path, _PAYLOAD_DECODER.decode, skip)
+    for loaded in trace.nodes[skip:]:
         payload = next(again, None)
         if payload is None or payload.id != loaded.id:
             found = "its end" if payload is None else f"node {payload.id}"

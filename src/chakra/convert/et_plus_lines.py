@@ -56,15 +56,19 @@ def read_by_lines(
         stream.close()
 
 
-def reread_nodes(path: PathLike, decode_node: Callable[[msgspec.Raw], Any]) -> Iterator[Any]:
+def reread_nodes(
+    path: PathLike, decode_node: Callable[[msgspec.Raw], Any], skip: int = 0
+) -> Iterator[Any]:
     """Every node of a file :func:`read_by_lines` has read, decoded again one at a time, in
-    file order. Raises TraceFormatError when the file no longer has that layout (it changed
-    since it was first read)."""
+    file order, but the first ``skip`` (passed over undecoded). Raises TraceFormatError
+    when the file no longer has that layout (it changed since it was first read)."""
     stream = open_binary_input(path).stream
     try:
         if _header_lines(stream) is None:
             raise _LayoutError
         for index, raw in enumerate(_node_lines(stream)):
+            if index < skip:
+                continue
             try:
                 yield decode_node(raw)
             except msgspec.DecodeError as exc:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable
-from typing import Any, Optional
+from typing import Any, BinaryIO, Optional
 
 from chakra.errors import EtFormatError, FileAccessError, PathLike
 from chakra.et.framing import encode_varint
@@ -48,14 +49,24 @@ class EtWriter(Scoped):
         self._write_message(node)
         self.nodes_written += 1
 
+    def append_framed(self, framed: BinaryIO, count: int) -> None:
+        """Append ``count`` nodes already framed as a ``.et`` frames them (each size-prefixed,
+        each checked by :func:`check_serialized`), read from ``framed``."""
+        try:
+            shutil.copyfileobj(framed, self._stream)
+        except OSError as exc:
+            raise FileAccessError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+        self.nodes_written += count
+
     def write_all(self, nodes: Iterable[Any]) -> None:
         """Append every node of ``nodes`` in order (messages or their serialized bytes)."""
         for node in nodes:
             self.write(node)
 
     def _check(self, node: Any) -> None:
-        nameless = not node if isinstance(node, bytes) else not node.name and not node.type
-        if nameless:
+        if isinstance(node, bytes):
+            check_serialized(self.path, node, self.nodes_written + 1)
+        elif not node.name and not node.type:
             raise EtFormatError(
                 self.path, f"cannot write node #{self.nodes_written + 1}: it {NAMELESS_NODE}"
             )
@@ -74,6 +85,14 @@ class EtWriter(Scoped):
             self.close()
         else:
             self.abort()
+
+
+def check_serialized(path: PathLike, body: bytes, number: int) -> None:
+    """Raise :class:`~chakra.errors.EtFormatError` for the ``number``-th node of ``path``
+    when its serialized ``body`` is one :class:`~chakra.et.reader.EtReader` would refuse
+    (empty: no name and no type)."""
+    if not body:
+        raise EtFormatError(path, f"cannot write node #{number}: it {NAMELESS_NODE}")
 
 
 def write_et(
