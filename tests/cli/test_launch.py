@@ -291,3 +291,33 @@ def test_a_signal_after_the_work_while_python_finalizes_is_ignored(
     assert seen[-1:] == ["FREEING\n"], "".join(seen)
     assert status == 0, f"status {status}: {''.join(seen)}{rest}"
     assert "Traceback" not in rest
+
+
+#: Code before pip's wrapper line: the tool's action is interrupted (Ctrl-C) at its start,
+#: and an object of ``__main__`` says on stderr when the interpreter's finalization frees it.
+INTERRUPTED_WORK = """
+import os
+import chakra.cli.trace_info as tool
+def _interrupted(args):
+    raise KeyboardInterrupt
+tool._info = _interrupted
+class _Freed:
+    def __del__(self, write=os.write):
+        write(2, b"FINALIZED\\n")
+_freed = _Freed()
+"""
+
+
+def test_an_interrupted_tool_ends_without_the_interpreters_finalization(traces: Traces) -> None:
+    """After its clean-up an interrupted tool ends at once (status 130, its one line): a
+    signal that cut short the lazy import of an extension module (numpy, protobuf) left it
+    half set up, and the interpreter's finalization then crashed the process ("Fatal Python
+    error: PyThreadState_Get", status -6, once in a few hundred signals)."""
+    command = [*_wrapper("chakra_trace_info", INTERRUPTED_WORK), traces.host]
+    done = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "chakra_trace_info: interrupted\n"  # no FINALIZED: not finalized
+    finished = subprocess.run([*_wrapper("chakra_trace_info", INTERRUPTED_WORK.replace(
+        "tool._info = _interrupted", "")), traces.host], env=ENV, capture_output=True,
+        text=True, timeout=60)  # fmt: skip
+    assert finished.returncode == 0 and finished.stderr.endswith("FINALIZED\n")

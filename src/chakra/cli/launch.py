@@ -4,7 +4,8 @@ then imports its tool and runs it.
 From a tool's first line to its exit, Ctrl-C and SIGTERM end it with one line on stderr and
 status 130 or 143, never a traceback. Before the tool's work begins (its imports, which
 take up to a second, and argument parsing) and after it ends, the guard below ends the
-process at once: nothing is written yet, or everything is. During the work
+process at once: nothing is written yet, or everything is. A tool interrupted during its
+work ends at once too, once its clean-up is done (:func:`_exit_at_once`). During the work
 (:func:`chakra.cli.runner.run_tool`'s action), the signals unwind as
 ``KeyboardInterrupt`` and :class:`~chakra.errors.Terminated` instead, so that temporaries
 are removed and worker processes ended, and then the guard is back.
@@ -83,7 +84,27 @@ def _launch(prog: str, module: str) -> None:
     import atexit
 
     atexit.register(_ignore_late_signals)  # the first registered: the last to run
-    import_module(module).main()
+    try:
+        import_module(module).main()
+    except SystemExit as exc:
+        if exc.code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+            _exit_at_once(exc.code)
+        raise
+
+
+def _exit_at_once(status: int) -> None:
+    """End a tool that a signal interrupted, its clean-up done, without the interpreter's
+    finalization: a signal that cut short the import of an extension module (numpy,
+    protobuf, matplotlib load lazily) left it half set up, and freeing it crashed the
+    finished process ("Fatal Python error: PyThreadState_Get", status -6)."""
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_IGN)
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105 - not contextlib.suppress: this module loads nothing slow
+            stream.flush()
+        except (OSError, RuntimeError, ValueError):  # closed, mid-write
+            pass
+    os._exit(status)
 
 
 def _ignore_late_signals() -> None:
