@@ -99,12 +99,17 @@ def _exit_at_once(status: int) -> None:
     finished process ("Fatal Python error: PyThreadState_Get", status -6)."""
     for stop in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, signal.SIG_IGN)
+    _flush_printed()
+    os._exit(status)
+
+
+def _flush_printed() -> None:
+    """Flush what was printed before the process ends at once (``os._exit``)."""
     for stream in (sys.stdout, sys.stderr):
         try:  # noqa: SIM105 - not contextlib.suppress: this module loads nothing slow
             stream.flush()
         except (OSError, RuntimeError, ValueError):  # closed, mid-write
             pass
-    os._exit(status)
 
 
 def _ignore_late_signals() -> None:
@@ -131,11 +136,7 @@ def _end_quietly(signum: int, frame: Optional[FrameType]) -> None:
     """The guard: one line, and exit at once (``os._exit``: a handler that raised could land
     in a ``finally`` or a ``__del__`` and be printed, or be swallowed)."""
     what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
-    for stream in (sys.stdout, sys.stderr):  # what was printed before the signal
-        try:  # noqa: SIM105 - not contextlib.suppress: this module loads nothing slow
-            stream.flush()
-        except (OSError, RuntimeError, ValueError):  # closed, mid-write
-            pass
+    _flush_printed()  # what was printed before the signal
     try:  # noqa: SIM105
         os.write(2, f"{_prog}: {what}\n".encode())
     except OSError:

@@ -25,7 +25,7 @@ from chakra.convert.et_plus_input import EtPlusTrace, with_payloads
 from chakra.convert.nodes import build_node, delay_node, end_node, idle_node, segment_node
 from chakra.errors import PathLike
 from chakra.et.framing import encode_varint
-from chakra.et.writer import EtWriter, check_serialized
+from chakra.et.writer import EtWriter, check_serialized, write_et
 from chakra.fileio import AtomicGroup
 from chakra.progress import tracked
 from chakra.workers import forked
@@ -71,13 +71,14 @@ def write_nodes(path: PathLike, metadata: Any, trace: EtPlusTrace, plan: Any,
     total = node_count(trace, plan)
     if processes < 2 or total < 2:
         nodes = tracked(serialized_nodes(trace, plan), total, f"writing {path}", unit="nodes")
-        with EtWriter(path, metadata, group) as writer:
-            writer.write_all(nodes)
-            return writer.nodes_written
+        return write_et(path, metadata, nodes, group)
     split = max(1, int(total * FIRST_SHARE))
     with tempfile.TemporaryDirectory(prefix="chakra-nodes-") as scratch:
         later = Path(scratch) / "later.nodes"
-        work = lambda: _framed_into(later, serialized_nodes(trace, plan, split), path, split)  # noqa: E731
+
+        def work() -> int:  # in the forked process
+            return _framed_into(later, serialized_nodes(trace, plan, split), path, split)
+
         with EtWriter(path, metadata, group) as writer, forked(work) as future:
             first = serialized_nodes(trace, plan, 0, split)
             writer.write_all(tracked(first, split, f"writing {path}", unit="nodes"))

@@ -119,22 +119,19 @@ def write_outputs(
     else:
         what_if = run_scenarios(result, options.what_if)
     job = job_summary([r.simulation for r in reports], rank_shares(result), what_if)
-    if started is not None:
-        picture, report, page = _other_views(result, reports, job, folder, options, group,
-                                             what_if, agreement)  # fmt: skip
-        with activity("writing the timeline"):
-            timeline = started()
-    elif options.beside:
-        with timeline_beside(result, folder, options.timeline, job, group) as timeline_path:
-            picture, report, page = _other_views(result, reports, job, folder, options, group,
-                                                 what_if, agreement)  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        if started is None and options.beside:  # its ranks needed the summary: begun now
+            started = stack.enter_context(
+                timeline_beside(result, folder, options.timeline, job, group)
+            )
+        if started is None:
             with activity("writing the timeline"):
-                timeline = timeline_path()
-    else:
-        with activity("writing the timeline"):
-            timeline = write_timeline(result, folder, options.timeline, job, group)
+                timeline = write_timeline(result, folder, options.timeline, job, group)
         picture, report, page = _other_views(result, reports, job, folder, options, group,
                                              what_if, agreement)  # fmt: skip
+        if started is not None:
+            with activity("writing the timeline"):
+                timeline = started()
     return OutputFiles(timeline, picture, report, page, what_if, job)
 
 
