@@ -496,5 +496,9 @@ def test_the_pipeline_never_leaves_a_terminal_quiet(tmp_path: Path) -> None:
     lines = rendered(output)
     assert not spliced(lines, "chakra_pipeline: "), lines
     for what in ("linking and converting", "converting", "simulating 2 ranks, replay",
-                 "what-if: GPU compute 2x faster", "writing the timeline"):  # fmt: skip
+                 "what-if: GPU compute 2x faster"):  # fmt: skip
         assert any(what in line for line in lines), (what, lines)
+    # With -j 2 the timeline is written by a second process beside the other views; the
+    # wait for it is shown only when it outlasts them (a fast machine: never), so only
+    # its file is asserted here; the quiet-stretch check above covers the wait.
+    assert [p.stat().st_size > 0 for p in (tmp_path / "out").glob("timeline.json*")] == [True]
