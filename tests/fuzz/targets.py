@@ -75,7 +75,7 @@ def build_seeds(folder: Path) -> Seeds:
     from chakra.convert import ConvertOptions, convert_file
     from chakra.link.batch import link_files
     from chakra.link.linked_trace import LinkOptions
-    from chakra.ranks.files import simulate_agreed
+    from chakra.ranks.rank_read import simulate_agreed
     from chakra.synth import SynthOptions, generate_job
     from chakra.views.timeline import chrome_trace
 

@@ -142,7 +142,7 @@ def test_the_notebook_facade_has_the_job_tables(small_job: Any) -> None:
 def test_terminal_says_what_bounds_the_slowest_rank_and_what_freeing_it_gives(
     small_job: Any,
 ) -> None:
-    from chakra.ranks.files import load_agreed
+    from chakra.ranks.rank_read import load_agreed
     from chakra.simulate import ScaleRule, simulate, what_if
 
     out, printed = small_job

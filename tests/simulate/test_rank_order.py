@@ -20,7 +20,7 @@ from chakra.cli.validate import main as chakra_validate
 from chakra.errors import RankOrderError
 from chakra.et import EtReader, get_int_attr
 from chakra.pipeline import RankFiles, run_pipeline
-from chakra.ranks.files import load_agreed
+from chakra.ranks.rank_read import load_agreed
 from chakra.simulate import SimOptions
 from chakra.simulate.rank_order import (
     RankedFile,

@@ -188,7 +188,7 @@ def _check_network(args: argparse.Namespace) -> None:
 def _replay(args: argparse.Namespace, rules: list[ScaleRule]) -> Replay:
     """The replay of the chosen resource model and its what-if: ``--network`` is the
     what-if's model (threads-streams) or ASTRA-sim's ring (astra-sim)."""
-    from chakra.ranks.files import load_agreed
+    from chakra.ranks.rank_read import load_agreed
     from chakra.simulate import LoadOptions, SimOptions
     from chakra.simulate.astra_network import DEFAULT_NETWORK, AstraRing
     from chakra.simulate.network import NetworkModel

@@ -10,21 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Optional
-
-import msgspec
+from typing import Any
 
 from chakra.errors import ChakraError, PathLike, read_every_input
 from chakra.et import EtReader, EtWriter, NodeType, get_attr, set_attr
-from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.ranks.agree import P2P, Agreement, CommRecord, Fill, agree
-from chakra.simulate.graph_build import build_graph
-from chakra.simulate.load_checks import LoadOptions
-from chakra.simulate.rank_order import files_in_rank_order
-from chakra.simulate.replay import SimOptions, simulate
-from chakra.simulate.run import load_graph, load_options
-from chakra.simulate.sim_graph import SimGraph, SimulationError
-from chakra.simulate.sim_result import SimResult
 
 logger = logging.getLogger(__name__)
 
@@ -143,47 +133,3 @@ def rewrite_files(paths: Sequence[PathLike], agreement: Agreement) -> list[int]:
             writer.write_all(patched(reader, fills))  # replaced when complete: reader unharmed
         done.append(rank)
     return done
-
-
-def simulate_agreed(
-    paths: Sequence[PathLike],
-    serialize_gpu: bool = False,
-    options: Optional[SimOptions] = None,
-    load: Optional[LoadOptions] = None,
-) -> SimResult:
-    """Simulate the ranks together (:func:`chakra.simulate.simulate` with ``options``) with
-    the agreement's fills applied to the nodes read (the files are left as they are);
-    ``load``: how they are read and checked (:func:`chakra.simulate.load_graph`)."""
-    return simulate(load_agreed(paths, serialize_gpu, load), options)
-
-
-def load_agreed(
-    paths: Sequence[PathLike], serialize_gpu: bool = False, load: Optional[LoadOptions] = None
-) -> list[SimGraph]:
-    """One graph per rank (each file's rank from its metadata or name:
-    :func:`chakra.simulate.rank_order.files_in_rank_order`) with the agreement's fills
-    applied to the nodes read (the files are left as they are), read and checked as
-    ``load`` says (:func:`chakra.simulate.load_graph`). Several Chakra ET files are read
-    twice: once for their communication nodes, once to build the graphs; anything else
-    (one file, ET+) is read as given."""
-    load = load_options(load, serialize_gpu)
-    paths = files_in_rank_order(paths)
-    kinds = {sniff_kind(p) for p in paths}
-    ranked = list(enumerate(paths))
-    if len(paths) < 2 or kinds != {TraceKind.CHAKRA_ET}:
-        return read_every_input(ranked, lambda item: load_graph(item[1], item[0], options=load))
-    agreement = agree_files(paths)
-
-    def read(item: tuple[int, str]) -> SimGraph:
-        rank, path = item
-        fills = agreement.fills.get(rank)
-        if not fills:
-            return load_graph(path, rank, options=load)
-        with EtReader(path) as reader:
-            try:
-                graph = build_graph(patched(reader, fills), rank, options=load, source=str(path))
-            except SimulationError as exc:
-                raise SimulationError(f"{path}: {exc}") from exc
-            return msgspec.structs.replace(graph, source=str(path))
-
-    return read_every_input(ranked, read)

@@ -2,7 +2,9 @@
 together, so that a job's files are read once where reading the records for the cross-rank
 agreement, then the graphs, read them twice. The pipeline's rank workers read the file they
 just wrote this way, beside the other ranks' linking, and hand the result to the parent;
-only the ranks the agreement then fills are read again."""
+only the ranks the agreement then fills are read again. ``chakra_sim`` on several ranks
+reads them this way too (:func:`load_agreed`), and keeps the records beside the graph in
+its graph cache (:mod:`chakra.simulate.graph_cache`): a rerun reads neither from the files."""
 
 from __future__ import annotations
 
@@ -12,16 +14,27 @@ from typing import Any, Optional
 
 import msgspec
 
-from chakra.errors import ChakraError, PathLike
+from chakra.errors import ChakraError, PathLike, read_every_input
+from chakra.et import EtReader
+from chakra.ingest.detect import TraceKind, sniff_kind
 from chakra.ranks.agree import Agreement, CommRecord, agree
-from chakra.ranks.files import agree_files, log, recording
+from chakra.ranks.files import agree_files, comm_records, log, patched, recording
 from chakra.simulate.graph_build import build_graph
+from chakra.simulate.graph_cache import Loaded, cached_read, load_key
 from chakra.simulate.load_checks import LoadOptions
 from chakra.simulate.node_files import read_nodes
-from chakra.simulate.run import load_graph
-from chakra.simulate.sim_graph import SimGraph
+from chakra.simulate.rank_order import files_in_rank_order
+from chakra.simulate.replay import SimOptions, simulate
+from chakra.simulate.run import load_graph, load_options
+from chakra.simulate.sim_graph import SimGraph, SimulationError
+from chakra.simulate.sim_result import SimResult
 
 logger = logging.getLogger(__name__)
+
+#: The builder named in the graph cache's key of an entry that holds the records too.
+_GRAPH_AND_RECORDS = "graph+comm records"
+_RECORDS_ENCODER = msgspec.msgpack.Encoder()
+_RECORDS_DECODER = msgspec.msgpack.Decoder(list[CommRecord])
 
 
 class RankRead(msgspec.Struct, frozen=True):
@@ -33,14 +46,42 @@ class RankRead(msgspec.Struct, frozen=True):
     records: list[CommRecord]
 
 
+class _Records(msgspec.Struct, frozen=True):
+    """What :func:`load_agreed` read of one file: a :class:`RankRead`, or only the records
+    (``graph`` None) where the graph was refused."""
+
+    path: str
+    graph: Optional[SimGraph]
+    records: list[CommRecord]
+
+
 def read_rank(
     path: PathLike, rank: int, options: Optional[LoadOptions] = None, shapes: bool = False
 ) -> RankRead:
     """``path`` read once (``rank``: its position in rank order), checked as ``options`` say
-    (None: the defaults); ``shapes``: the graph keeps each node's input shapes too (what the
-    timeline shows, read in the same pass). Raises what :func:`chakra.simulate.load_graph`
-    raises."""
+    (None: the defaults; ``options.cache``: the graph and records come from the graph cache,
+    or go there); ``shapes``: the graph keeps each node's input shapes too (what the
+    timeline shows, read in the same pass; never cached). Raises what
+    :func:`chakra.simulate.load_graph` raises."""
     options = options or LoadOptions()
+    if not options.cache or shapes:
+        return _read_rank(path, rank, options, shapes)
+
+    def read() -> Loaded:
+        done = _read_rank(path, rank, options, shapes=False)
+        return Loaded(done.graph, _RECORDS_ENCODER.encode(done.records))
+
+    loaded = cached_read(path, rank, load_key(_GRAPH_AND_RECORDS, options), read)
+    try:
+        records = _RECORDS_DECODER.decode(loaded.extra)
+    except msgspec.DecodeError as exc:  # an entry of other bytes under a matching key
+        logger.debug("graph cache: the records of %s do not decode (%s)", path, exc)
+        return _read_rank(path, rank, options, shapes=False)
+    graph = msgspec.structs.replace(loaded.graph, source=str(path))
+    return RankRead(str(path), graph, records)
+
+
+def _read_rank(path: PathLike, rank: int, options: LoadOptions, shapes: bool) -> RankRead:
     records: list[CommRecord] = []
     kept: Optional[list[str]] = [] if shapes else None
 
@@ -105,3 +146,63 @@ def graphs_of(
         else:
             graphs.append(load_graph(path, rank))
     return graphs
+
+
+def simulate_agreed(
+    paths: Sequence[PathLike],
+    serialize_gpu: bool = False,
+    options: Optional[SimOptions] = None,
+    load: Optional[LoadOptions] = None,
+) -> SimResult:
+    """Simulate the ranks together (:func:`chakra.simulate.simulate` with ``options``) with
+    the agreement's fills applied to the nodes read (the files are left as they are);
+    ``load``: how they are read and checked (:func:`chakra.simulate.load_graph`)."""
+    return simulate(load_agreed(paths, serialize_gpu, load), options)
+
+
+def load_agreed(
+    paths: Sequence[PathLike], serialize_gpu: bool = False, load: Optional[LoadOptions] = None
+) -> list[SimGraph]:
+    """One graph per rank (each file's rank from its metadata or name:
+    :func:`chakra.simulate.rank_order.files_in_rank_order`) with the agreement's fills
+    applied to the nodes read (the files are left as they are), read and checked as
+    ``load`` says (:func:`chakra.simulate.load_graph`). Several Chakra ET files are read
+    once each (:func:`read_rank`, checked strictly so that nothing is logged before the
+    agreement is); a rank the agreement fills, or whose graph that read refuses, is built
+    again from its file, with the fills; anything else (one file, ET+) is read as given."""
+    load = load_options(load, serialize_gpu)
+    paths = files_in_rank_order(paths)
+    kinds = {sniff_kind(p) for p in paths}
+    ranked = list(enumerate(paths))
+    if len(paths) < 2 or kinds != {TraceKind.CHAKRA_ET}:
+        return read_every_input(ranked, lambda item: load_graph(item[1], item[0], options=load))
+    strict = msgspec.structs.replace(load, lenient=False)
+    reads = read_every_input(ranked, lambda item: _read_or_records(item[1], item[0], strict))
+    agreement = agree([read.records for read in reads])
+    log(agreement)
+
+    def graph(item: tuple[int, _Records]) -> SimGraph:
+        rank, read = item
+        fills = agreement.fills.get(rank)
+        if not fills and read.graph is not None:
+            return read.graph
+        if not fills:  # refused by the strict read: the load as asked says why, or warns
+            return load_graph(read.path, rank, options=load)
+        with EtReader(read.path) as reader:
+            try:
+                built = build_graph(patched(reader, fills), rank, options=load, source=read.path)
+            except SimulationError as exc:
+                raise SimulationError(f"{read.path}: {exc}") from exc
+            return msgspec.structs.replace(built, source=read.path)
+
+    return read_every_input(list(enumerate(reads)), graph)
+
+
+def _read_or_records(path: PathLike, rank: int, options: LoadOptions) -> _Records:
+    """The rank's graph and records in one pass; where the graph is refused, only the
+    records (the graph is then built after the agreement, which may fill what it lacks)."""
+    try:
+        read = read_rank(path, rank, options)
+    except SimulationError:
+        return _Records(str(path), None, comm_records(path))
+    return _Records(read.path, read.graph, read.records)

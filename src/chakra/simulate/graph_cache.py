@@ -40,7 +40,7 @@ from chakra.simulate.sim_graph import CommKey, SimGraph
 logger = logging.getLogger(__name__)
 
 #: Bumped whenever what an entry holds, or what a load builds, changes meaning.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: The folder's size bound when ``CHAKRA_CACHE_MAX_BYTES`` is not set.
 DEFAULT_MAX_BYTES = 2 << 30
 _CHUNK_BYTES = 1 << 20
@@ -62,6 +62,15 @@ class _Entry(msgspec.Struct, array_like=True):
     collectives: dict[int, CommKey]
     pairs: dict[int, P2PKey]
     comm_order: list[int]
+    extra: bytes = b""
+
+
+class Loaded(msgspec.Struct, frozen=True):
+    """What :func:`cached_read` keeps of one pass over a file: its graph and ``extra``,
+    bytes its caller derived from the same pass (the ranks' communication records)."""
+
+    graph: SimGraph
+    extra: bytes = b""
 
 
 def _encode_array(value: Any) -> Any:
@@ -112,6 +121,14 @@ def cached_load(
     """The graph of ``path`` for ``rank``: from the cache when an entry for the file's
     bytes and ``key_parts`` (:func:`load_key`) is there, else ``load()``, stored when it
     logged no warning. Errors of ``load()`` pass through; the cache's own never do."""
+    return cached_read(path, rank, key_parts, lambda: Loaded(load())).graph
+
+
+def cached_read(
+    path: PathLike, rank: int, key_parts: Sequence[Any], load: Callable[[], Loaded]
+) -> Loaded:
+    """:func:`cached_load` of a graph and the bytes its caller keeps beside it: ``load()``
+    gives both, and an entry holds both (give ``key_parts`` that say what the bytes are)."""
     folder = cache_dir()
     if folder is None:
         return load()
@@ -120,15 +137,15 @@ def cached_load(
     except OSError:  # the load reports an unreadable file its own way
         return load()
     entry_path = folder / (hashlib.sha256(key.encode()).hexdigest() + _SUFFIX)
-    graph = _read_entry(entry_path, key)
-    if graph is not None:
-        return graph
+    found = _read_entry(entry_path, key)
+    if found is not None:
+        return found
     watch = _WarningWatch()
     with watch:
-        graph = load()
-    if watch.clean and not any((graph.problem_counts or {}).values()):
-        _store(folder, entry_path, key, graph)
-    return graph
+        loaded = load()
+    if watch.clean and not any((loaded.graph.problem_counts or {}).values()):
+        _store(folder, entry_path, key, loaded)
+    return loaded
 
 
 def _key(path: PathLike, rank: int, key_parts: Sequence[Any]) -> str:
@@ -142,8 +159,8 @@ def _key(path: PathLike, rank: int, key_parts: Sequence[Any]) -> str:
     return digest.hexdigest() + ":" + msgspec.json.encode(parts).decode()
 
 
-def _read_entry(entry_path: Path, key: str) -> Optional[SimGraph]:
-    """The graph ``entry_path`` holds for ``key``; None when there is none, or it does
+def _read_entry(entry_path: Path, key: str) -> Optional[Loaded]:
+    """The graph and bytes ``entry_path`` holds for ``key``; None when there is none, or it does
     not decode or holds another key (it is then replaced by the next store)."""
     try:
         data = entry_path.read_bytes()
@@ -163,7 +180,7 @@ def _read_entry(entry_path: Path, key: str) -> Optional[SimGraph]:
         return None
     with contextlib.suppress(OSError):
         os.utime(entry_path)  # its last use, for the size bound
-    return graph
+    return Loaded(graph, entry.extra)
 
 
 def _graph_of(entry: _Entry) -> Optional[SimGraph]:
@@ -186,9 +203,10 @@ def _graph_of(entry: _Entry) -> Optional[SimGraph]:
     return msgspec.structs.replace(graph, names=names, comm=comm)
 
 
-def _entry(key: str, graph: SimGraph) -> Optional[_Entry]:
-    """What is stored for ``graph``; None for a graph with a key of a type this format
+def _entry(key: str, loaded: Loaded) -> Optional[_Entry]:
+    """What is stored for ``loaded``; None for a graph with a key of a type this format
     does not know."""
+    graph = loaded.graph
     collectives, pairs = {}, {}
     for index, comm_key in graph.comm.items():
         if type(comm_key) is CommKey:
@@ -200,13 +218,14 @@ def _entry(key: str, graph: SimGraph) -> Optional[_Entry]:
     numbers: dict[str, int] = {}
     codes = array("q", [numbers.setdefault(name, len(numbers)) for name in graph.names])
     bare = msgspec.structs.replace(graph, names=[], comm={}, source="")
-    return _Entry(key, bare, list(numbers), codes, collectives, pairs, list(graph.comm))
+    order = list(graph.comm)
+    return _Entry(key, bare, list(numbers), codes, collectives, pairs, order, loaded.extra)
 
 
-def _store(folder: Path, entry_path: Path, key: str, graph: SimGraph) -> None:
+def _store(folder: Path, entry_path: Path, key: str, loaded: Loaded) -> None:
     """Writes the entry (a temporary file renamed over it), then keeps the folder within
     its size bound; a folder that cannot be written is left as it is."""
-    entry = _entry(key, graph)
+    entry = _entry(key, loaded)
     if entry is None:
         return
     temporary = None

@@ -87,7 +87,7 @@ def simulate_astra_files(
 ) -> SimResult:
     """Simulate one graph per rank (ranks as for :func:`simulate_files`) with ASTRA-sim's resource
     model and ring (:mod:`chakra.simulate.astra_events`), reading the files as ASTRA-sim
-    does: as they are, without the cross-rank fills :func:`chakra.ranks.files.
+    does: as they are, without the cross-rank fills :func:`chakra.ranks.rank_read.
     simulate_agreed` applies. ``explain``: as :class:`~chakra.simulate.replay.SimOptions`
     says; ``load``: as for :func:`load_graph`."""
     ordered = files_in_rank_order(paths)

@@ -21,7 +21,8 @@ from chakra.et.contradictions import get_contradictions
 from chakra.et.graph_checks import ValidationOptions, ValidationReport, validate_nodes
 from chakra.fileio.json_document import JsonDocument
 from chakra.ranks import Agreement, CommRecord, agree
-from chakra.ranks.files import load_agreed, recording
+from chakra.ranks.files import recording
+from chakra.ranks.rank_read import load_agreed
 from chakra.simulate import SimOptions, simulate
 
 
