@@ -122,7 +122,8 @@ def sigterm_interrupts() -> Iterator[None]:
     temporaries), and Ctrl-C raises ``KeyboardInterrupt`` (also when the interpreter
     swallowed it in a ``__del__`` or weakref callback, or code caught it as another error
     and went on: raised when the block ends; or wrapped it in another exception: raised
-    instead of that one); after it, both handlers
+    instead of that one; one that arrives during an import: raised once the import has
+    ended, :class:`_DeferredStop`); after it, both handlers
     are as before (a console script's early guard, :func:`chakra.cli.launch.install_guard`). Only
     the main thread can set handlers: elsewhere the block runs as is."""
     if threading.current_thread() is not threading.main_thread():
@@ -140,15 +141,16 @@ def sigterm_interrupts() -> Iterator[None]:
             unraisable_hook(unraisable)
 
     arrived: list[int] = []
+    deferred = _DeferredStop()
 
     def interrupt(signum: int, frame: Optional[FrameType]) -> None:
         arrived.append(signum)
-        (_raise_terminated if signum == signal.SIGTERM else signal.default_int_handler)(
-            signum, frame
-        )
+        if not deferred.until_imported(signum, frame):
+            _raise_stop(signum, frame)
 
     previous = {stop: signal.signal(stop, interrupt) for stop in (signal.SIGINT, signal.SIGTERM)}
     sys.unraisablehook = keep_interrupts
+    deferred.start()
     try:
         yield
         if swallowed:
@@ -165,9 +167,70 @@ def sigterm_interrupts() -> Iterator[None]:
             raise (Terminated() if arrived[0] == signal.SIGTERM else KeyboardInterrupt()) from exc
         raise
     finally:
+        deferred.end()
         sys.unraisablehook = unraisable_hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _raise_stop(signum: int, frame: Optional[FrameType]) -> None:
+    (_raise_terminated if signum == signal.SIGTERM else signal.default_int_handler)(signum, frame)
+
+
+#: Seconds between two looks at whether the import a signal arrived in has ended.
+_IMPORT_RETRY_S = 0.005
+
+
+def _importing(frame: Optional[FrameType]) -> bool:
+    """Whether ``frame`` runs inside an import (the interpreter's import system is on the
+    stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class _DeferredStop:
+    """A stop signal that arrives while a module is being imported is raised once the
+    import has ended (a timer looks every :data:`_IMPORT_RETRY_S`): raised inside it, it
+    can cut short an extension module's set-up (numpy's, protobuf's, which import Python
+    modules as they start), and the half-set-up module crashed the process (status -11,
+    nothing printed). Only where the platform has ``setitimer``; elsewhere never deferred."""
+
+    def __init__(self) -> None:
+        self.pending: Optional[int] = None
+        self.available = hasattr(signal, "setitimer")
+        self.previous: Any = None
+
+    def start(self) -> None:
+        """From now on, the timer's alarm looks again (until :meth:`end`)."""
+        if self.available:
+            self.previous = signal.signal(signal.SIGALRM, self._look)
+
+    def end(self) -> None:
+        if self.available:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+    def until_imported(self, signum: int, frame: Optional[FrameType]) -> bool:
+        """Defer ``signum`` when ``frame`` is importing; whether it was (or one already is)."""
+        if self.pending is not None:
+            return True
+        if not self.available or not _importing(frame):
+            return False
+        self.pending = signum
+        signal.setitimer(signal.ITIMER_REAL, _IMPORT_RETRY_S)
+        return True
+
+    def _look(self, alarm: int, frame: Optional[FrameType]) -> None:
+        if self.pending is None:
+            return
+        if _importing(frame):
+            signal.setitimer(signal.ITIMER_REAL, _IMPORT_RETRY_S)
+            return
+        signum, self.pending = self.pending, None
+        _raise_stop(signum, frame)
 
 
 @contextlib.contextmanager
