@@ -24,6 +24,8 @@ same files:
   side's runs share a cache that one untimed run filled (a rerun of ``chakra_sim`` on the
   same file, other what-ifs; a revision without the cache reads the file every time);
 - pipeline: ``chakra_pipeline --trace-dir ... -j 2`` on a ``--pipeline-ranks``-rank job;
+- ranks: ``chakra_sim`` on the ``.et`` files of that job's ranks together (made once by B's
+  ``chakra_pipeline``), cold and warm as for simulate;
 - help: ``--help`` of every console script in pyproject.toml's [project.scripts], and
   ``python -c pass`` by the same interpreter; each script's time over it is printed and those
   over 5x are flagged.
@@ -55,7 +57,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-WORKLOADS = ("link", "convert", "simulate", "pipeline", "help")
+WORKLOADS = ("link", "convert", "simulate", "ranks", "pipeline", "help")
 HELP_LIMIT_RATIO = 5.0
 # chakra_synth's host ET + Kineto bytes per unit of --ops-per-step (2 steps), measured.
 TRACE_BYTES_PER_OP = 6_720
@@ -280,6 +282,26 @@ def make_inputs(side: Side, folder: Path, args: argparse.Namespace) -> dict:
     return manifest
 
 
+def add_rank_files(side: Side, folder: Path, manifest: dict) -> dict:
+    """The pipeline job's ``.et`` files (B's ``chakra_pipeline``), added to ``manifest``
+    (and its file in ``folder``) when missing: inputs made by an older compare.py lack them."""
+    if "rank_ets" in manifest:
+        return manifest
+    out = folder / "rank_ets"
+    shutil.rmtree(out, ignore_errors=True)
+    job = manifest["pipeline_job"]
+    run_tool(side, "chakra_pipeline", "--trace-dir", job, "--output-dir", str(out), "-j", "2")
+    ets = sorted(out.glob("workload.*.et"), key=lambda p: int(p.name.split(".")[1]))
+    for path in out.iterdir():
+        if path not in ets:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    info = (json.loads(run_tool(side, "chakra_trace_info", "--json", str(et))) for et in ets)
+    manifest["rank_ets"] = [str(et) for et in ets]
+    manifest["rank_nodes"] = sum(document["nodes"] for document in info)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
 def make_sim_input(side: Side, folder: Path, target_nodes: int, nodes_per_op: float) -> dict:
     """A converted ``.et`` of about ``target_nodes`` nodes (its traces deleted afterwards)."""
     job = folder / f"sim{target_nodes}"
@@ -312,6 +334,10 @@ def build_cases(manifest: dict, only: Sequence[str]) -> list[Case]:
           for sim in manifest["simulate"] for warm in (False, True)),
         Case("pipeline", "pipeline", command(pipeline + log, job=manifest["pipeline_job"]),
              f"{manifest['sizes']['pipeline_ranks']} ranks"),
+        *(Case("ranks", f"sim {len(manifest.get('rank_ets', []))} ranks{' warm' if warm else ''}",
+               ["<chakra_sim>", *manifest.get("rank_ets", []), *log.split()],
+               f"{manifest.get('rank_nodes', 0):,} nodes", warm=warm)
+          for warm in (False, True)),
     ]  # fmt: skip
     return [case for case in cases if case.workload in only]
 
@@ -446,6 +472,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if workload_names:
             inputs = args.inputs or temp_path / "inputs"
             manifest = make_inputs(side_b, inputs.resolve(), args)
+            if "ranks" in workload_names:
+                manifest = add_rank_files(side_b, inputs.resolve(), manifest)
             cases = build_cases(manifest, workload_names)
         helps = help_cases(project_scripts()) if "help" in args.only else []
         scratch = temp_path / "runs"

@@ -212,3 +212,24 @@ def test_a_signal_while_an_extension_imports_its_modules_ends_the_tool_cleanly(
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 130, done.stderr
     assert done.stderr.splitlines() == ["tool: interrupted", "imported whole: True"]
+
+
+def test_a_second_signal_during_an_import_that_does_not_end_is_raised_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import that takes long (3 s): the first Ctrl-C waits for it, the second ends the
+    tool at once."""
+    name = "signalled_twice_while_imported"
+    (tmp_path / f"{name}.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.05)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\nfor _ in range(300):\n    time.sleep(0.01)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        action = lambda _: importlib.import_module(name)  # noqa: E731
+        assert run_tool(argparse.ArgumentParser(prog="tool"), action, []) == 130
+    assert name not in sys.modules  # cut short
+    assert stderr.getvalue().splitlines() == ["tool: interrupted"]
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # no alarm left behind

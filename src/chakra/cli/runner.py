@@ -214,9 +214,12 @@ class _DeferredStop:
             signal.signal(signal.SIGALRM, self.previous)
 
     def until_imported(self, signum: int, frame: Optional[FrameType]) -> bool:
-        """Defer ``signum`` when ``frame`` is importing; whether it was (or one already is)."""
+        """Defer ``signum`` when ``frame`` is importing; whether it was. A second signal
+        while one waits is not deferred (an import that never ends cannot hold it)."""
         if self.pending is not None:
-            return True
+            self.pending = None
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            return False
         if not self.available or not _importing(frame):
             return False
         self.pending = signum
