@@ -233,3 +233,24 @@ def test_a_second_signal_during_an_import_that_does_not_end_is_raised_at_once(
     assert name not in sys.modules  # cut short
     assert stderr.getvalue().splitlines() == ["tool: interrupted"]
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # no alarm left behind
+
+
+def test_a_callers_alarm_is_left_alone_when_no_signal_waits() -> None:
+    """The timer is taken only while a signal waits for an import: an alarm the caller set
+    before the tool still reaches the caller's handler during the work."""
+    rang = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: rang.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+
+        def action(_: argparse.Namespace) -> None:
+            for _ in range(100):
+                if rang:
+                    return
+                time.sleep(0.01)
+
+        assert run_tool(argparse.ArgumentParser(prog="tool"), action, []) == 0
+        assert rang == [True]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

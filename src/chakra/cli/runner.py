@@ -150,7 +150,6 @@ def sigterm_interrupts() -> Iterator[None]:
 
     previous = {stop: signal.signal(stop, interrupt) for stop in (signal.SIGINT, signal.SIGTERM)}
     sys.unraisablehook = keep_interrupts
-    deferred.start()
     try:
         yield
         if swallowed:
@@ -196,33 +195,29 @@ class _DeferredStop:
     import has ended (a timer looks every :data:`_IMPORT_RETRY_S`): raised inside it, it
     can cut short an extension module's set-up (numpy's, protobuf's, which import Python
     modules as they start), and the half-set-up module crashed the process (status -11,
-    nothing printed). Only where the platform has ``setitimer``; elsewhere never deferred."""
+    nothing printed). The timer (SIGALRM) is taken only while a signal waits, and given
+    back after. Only where the platform has ``setitimer``; elsewhere never deferred."""
 
     def __init__(self) -> None:
         self.pending: Optional[int] = None
         self.available = hasattr(signal, "setitimer")
         self.previous: Any = None
 
-    def start(self) -> None:
-        """From now on, the timer's alarm looks again (until :meth:`end`)."""
-        if self.available:
-            self.previous = signal.signal(signal.SIGALRM, self._look)
-
     def end(self) -> None:
-        if self.available:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
+        """Drop a signal still waiting (the block is ending: it is raised there)."""
+        if self.pending is not None:
+            self._give_back()
 
     def until_imported(self, signum: int, frame: Optional[FrameType]) -> bool:
         """Defer ``signum`` when ``frame`` is importing; whether it was. A second signal
         while one waits is not deferred (an import that never ends cannot hold it)."""
         if self.pending is not None:
-            self.pending = None
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            self._give_back()
             return False
         if not self.available or not _importing(frame):
             return False
         self.pending = signum
+        self.previous = signal.signal(signal.SIGALRM, self._look)
         signal.setitimer(signal.ITIMER_REAL, _IMPORT_RETRY_S)
         return True
 
@@ -232,8 +227,14 @@ class _DeferredStop:
         if _importing(frame):
             signal.setitimer(signal.ITIMER_REAL, _IMPORT_RETRY_S)
             return
-        signum, self.pending = self.pending, None
+        signum = self.pending
+        self._give_back()
         _raise_stop(signum, frame)
+
+    def _give_back(self) -> None:
+        self.pending = None
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous)
 
 
 @contextlib.contextmanager
