@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from chakra.fileio import AtomicFile
-from chakra.fileio.stale import host_tag, remove_stale_temporaries, temporary_prefix
+from chakra.fileio.stale import (
+    host_tag,
+    remove_own_temporaries,
+    remove_stale_temporaries,
+    temporary_prefix,
+)
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="only POSIX systems are swept")
 
@@ -81,3 +86,23 @@ def test_the_temporary_of_an_exited_unreaped_writer_is_removed(tmp_path: Path) -
         assert list(tmp_path.iterdir()) == []
     finally:
         zombie.wait()
+
+
+def test_own_temporaries_of_the_named_outputs_are_removed_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """A live owner's temporaries (which no sweep takes for stale) go when asked, for the
+    outputs named only; other owners', other outputs' and finished files stay."""
+    mine = [AtomicFile(tmp_path / name) for name in ("a.json", ".a.manifest.json", "b.json")]
+    for output in mine:
+        output.stream.write(b"x")
+        output.stream.flush()
+    other_owner = tmp_path / f"{temporary_prefix('a.json', _dead_pid())}abc.partial"
+    other_owner.write_bytes(b"x")
+    (tmp_path / "a.json.partial").write_bytes(b"not a temporary's name")
+    (tmp_path / "a.json").write_bytes(b"done")
+    remove_own_temporaries(tmp_path, ["a.json", ".a.manifest.json"], os.getpid())
+    left = sorted(path.name for path in tmp_path.iterdir())
+    assert left == sorted([Path(mine[2].temporary).name, other_owner.name, "a.json.partial",
+                           "a.json"])  # fmt: skip
+    mine[2].discard()

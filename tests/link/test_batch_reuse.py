@@ -227,3 +227,33 @@ def test_a_rerun_in_workers_keeps_the_files_of_the_ranks_linked_before(
     for name, before in kept.items():  # not written again
         after = (tmp_path / name).stat()
         assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def _lost_on_the_way_back(job: Any) -> Any:
+    """``_run_one`` whose rank 1 finishes its files and hands them over, then is stopped
+    before its result reaches the parent (a SIGTERM in that moment, under load)."""
+    outcome = _REAL_RUN_ONE(job)
+    if job.pair.rank == 1:
+        assert outcome.pending  # its temporaries exist, under the parent's name
+        raise KeyboardInterrupt
+    return outcome
+
+
+_REAL_RUN_ONE = batch._run_one
+# found by name where the worker unpickles the task: it stands in for the real one there
+_lost_on_the_way_back.__module__, _lost_on_the_way_back.__qualname__ = batch.__name__, "_run_one"
+
+
+def test_files_handed_over_by_a_worker_stopped_before_its_result_came_back_are_removed(
+    job: tuple[Path, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their temporaries carry this (live) process's id, so no later run in it would take
+    them for stale: the interrupted batch removes them itself."""
+    traces, reference = job
+    with monkeypatch.context() as patch:
+        patch.setattr(batch, "_run_one", _lost_on_the_way_back)
+        with pytest.raises(KeyboardInterrupt):
+            link_ranks(_pairs(traces), tmp_path, LinkOptions(), Coverage(), 2)
+    assert not [path.name for path in tmp_path.iterdir() if path.name.endswith(".partial")]
+    link_ranks(_pairs(traces), tmp_path, LinkOptions(), Coverage(), 2)
+    assert _files(tmp_path) == reference

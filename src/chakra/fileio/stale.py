@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -98,3 +99,19 @@ def remove_stale_temporaries(folder: Path) -> int:
     if removed:
         logger.info("removed %d temporaries left in %s by runs that were killed", removed, folder)
     return removed
+
+
+def remove_own_temporaries(folder: Path, names: Iterable[str], owner: int) -> None:
+    """Delete the temporaries in ``folder`` of the outputs ``names`` committed by process
+    ``owner`` (see :func:`temporary_prefix`): once their writers have stopped and nothing
+    will commit them, those a live ``owner`` holds, which :func:`remove_stale_temporaries`
+    leaves alone. Failures to delete are ignored."""
+    prefixes = tuple(temporary_prefix(name, owner) for name in names)
+    try:
+        found = [e.name for e in os.scandir(folder) if e.name.endswith(PARTIAL_SUFFIX)]
+    except OSError:
+        return
+    for name in found:
+        if name.startswith(prefixes):
+            with contextlib.suppress(OSError):
+                os.unlink(folder / name)

@@ -19,6 +19,7 @@ from chakra.errors import ChakraError, PathLike
 from chakra.fileio import AtomicGroup
 from chakra.fileio.atomic import Pending
 from chakra.fileio.location import Location, list_folder, name_of
+from chakra.fileio.stale import remove_own_temporaries
 from chakra.ingest import load_device_trace, load_host_trace
 from chakra.ingest.detect import peek_rank
 from chakra.ingest.device_model import DeviceTrace
@@ -28,7 +29,13 @@ from chakra.link.et_plus import write_et_plus
 from chakra.link.linked_trace import LinkOptions, LinkReport, RankResult
 from chakra.link.linker import link_traces
 from chakra.link.report import check_coverage, missing_parts
-from chakra.link.reuse import digest_inputs, reusable_result, say_reused, write_manifest
+from chakra.link.reuse import (
+    digest_inputs,
+    manifest_path,
+    reusable_result,
+    say_reused,
+    write_manifest,
+)
 from chakra.workers import process_pool
 
 logger = logging.getLogger(__name__)
@@ -327,6 +334,9 @@ def link_ranks(
         group.discard()
         if isinstance(exc, KeyboardInterrupt):
             _keep_linked(outcomes, output_dir)
+        # a worker stopped after it handed its files over, before its result came back
+        targets = [(j.output, manifest_path(j.output, j.pair.rank)) for j in jobs]
+        remove_own_temporaries(output_dir, [t.name for pair in targets for t in pair], owner)
         raise
     if any(outcome.result.error for outcome in outcomes):
         group.discard()
