@@ -93,16 +93,13 @@ def test_own_temporaries_of_the_named_outputs_are_removed_and_nothing_else(
 ) -> None:
     """A live owner's temporaries (which no sweep takes for stale) go when asked, for the
     outputs named only; other owners', other outputs' and finished files stay."""
-    mine = [AtomicFile(tmp_path / name) for name in ("a.json", ".a.manifest.json", "b.json")]
-    for output in mine:
-        output.stream.write(b"x")
-        output.stream.flush()
-    other_owner = tmp_path / f"{temporary_prefix('a.json', _dead_pid())}abc.partial"
-    other_owner.write_bytes(b"x")
+    mine = {name: tmp_path / f"{temporary_prefix(name, os.getpid())}x1.partial"
+            for name in ("a.json", ".a.manifest.json", "b.json")}  # fmt: skip
+    other_owner = tmp_path / f"{temporary_prefix('a.json', _dead_pid())}x2.partial"
+    for path in [*mine.values(), other_owner]:
+        path.write_bytes(b"x")
     (tmp_path / "a.json.partial").write_bytes(b"not a temporary's name")
     (tmp_path / "a.json").write_bytes(b"done")
     remove_own_temporaries(tmp_path, ["a.json", ".a.manifest.json"], os.getpid())
     left = sorted(path.name for path in tmp_path.iterdir())
-    assert left == sorted([Path(mine[2].temporary).name, other_owner.name, "a.json.partial",
-                           "a.json"])  # fmt: skip
-    mine[2].discard()
+    assert left == sorted([mine["b.json"].name, other_owner.name, "a.json.partial", "a.json"])
