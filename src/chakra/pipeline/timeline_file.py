@@ -186,18 +186,14 @@ def timeline_beside(
                 done: _Written = future.result()
                 path = join(folder, done.name)
                 _obsolete([join(folder, _other(done.name))], group)
-                source = Path(scratch) / done.name
-                with (
-                    atomic_output(path, compress=False, group=group) as out,
-                    source.open("rb") as raw,
-                ):
-                    shutil.copyfileobj(raw, out)
+                _copy(Path(scratch) / done.name, path, group)
                 return _warned(folder, done)
 
             yield finish
 
 
 def _copy(source: Path, path: Location, group: Optional[AtomicGroup]) -> None:
+    """``source``'s bytes as they are (compressed or not) into ``path``, atomically."""
     with source.open("rb") as raw, atomic_output(path, compress=False, group=group) as out:
         shutil.copyfileobj(raw, out)
 

@@ -47,10 +47,9 @@ class RankRead(msgspec.Struct, frozen=True):
 
 
 class _Records(msgspec.Struct, frozen=True):
-    """What :func:`load_agreed` read of one file: a :class:`RankRead`, or only the records
-    (``graph`` None) where the graph was refused."""
+    """What :func:`load_agreed` read of one file: its graph and records, or only the
+    records (``graph`` None) where the graph was refused."""
 
-    path: str
     graph: Optional[SimGraph]
     records: list[CommRecord]
 
@@ -183,17 +182,17 @@ def load_agreed(
 
     def graph(item: tuple[int, _Records]) -> SimGraph:
         rank, read = item
-        fills = agreement.fills.get(rank)
+        path, fills = str(paths[rank]), agreement.fills.get(rank)
         if not fills and read.graph is not None:
             return read.graph
         if not fills:  # refused by the strict read: the load as asked says why, or warns
-            return load_graph(read.path, rank, options=load)
-        with EtReader(read.path) as reader:
+            return load_graph(path, rank, options=load)
+        with EtReader(path) as reader:
             try:
-                built = build_graph(patched(reader, fills), rank, options=load, source=read.path)
+                built = build_graph(patched(reader, fills), rank, options=load, source=path)
             except SimulationError as exc:
-                raise SimulationError(f"{read.path}: {exc}") from exc
-            return msgspec.structs.replace(built, source=read.path)
+                raise SimulationError(f"{path}: {exc}") from exc
+            return msgspec.structs.replace(built, source=path)
 
     return read_every_input(list(enumerate(reads)), graph)
 
@@ -204,5 +203,5 @@ def _read_or_records(path: PathLike, rank: int, options: LoadOptions) -> _Record
     try:
         read = read_rank(path, rank, options)
     except SimulationError:
-        return _Records(str(path), None, comm_records(path))
-    return _Records(read.path, read.graph, read.records)
+        return _Records(None, comm_records(path))
+    return _Records(read.graph, read.records)
