@@ -26,9 +26,10 @@ and ``LinkOptions(inferred=False)`` (``--no-inferred``) leaves them out.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Optional
 
@@ -234,12 +235,17 @@ class Levels:
     it (``busy_until``: the latest end of an earlier sibling, else its parent's start); per
     parent the end of its last child (``last_child_end``)."""
 
-    __slots__ = ("busy_until", "last_child_end", "linked")
+    __slots__ = ("_hosts", "_indices", "busy_until", "last_child_end")
 
     def __init__(self, nesting: ThreadNesting, host_of: Mapping[int, int]) -> None:
         starts, ends, parents = nesting.starts, nesting.ends, nesting.parent
-        self.linked = [(i, host_id) for i, e in enumerate(nesting.events)
-                       if (host_id := host_of.get(id(e))) is not None]  # fmt: skip
+        # two columns, not a tuple per event: the levels were the link's peak memory
+        self._indices, self._hosts = array("l"), []
+        for i, event in enumerate(nesting.events):
+            host_id = host_of.get(id(event))
+            if host_id is not None:
+                self._indices.append(i)
+                self._hosts.append(host_id)
         last: dict[int, Number] = {}
         busy = []
         for index, start in enumerate(starts):
@@ -255,6 +261,11 @@ class Levels:
                 last.setdefault(parent, start)
         self.busy_until = busy
         self.last_child_end = last
+
+    @property
+    def linked(self) -> Iterator[tuple[int, int]]:
+        """Its linked events as (index, host id), in program order."""
+        return zip(self._indices, self._hosts)
 
 
 def levels_of(

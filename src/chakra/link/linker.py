@@ -120,6 +120,7 @@ def _link(
     progress.step("nesting CPU ops per thread")
     nestings = _nestings(device)
     matches = _matches(join, nestings)
+    join = msgspec.structs.replace(join, matches={})  # in ``matches`` now: not held twice
     host_of = {id(m.event): host_id for host_id, m in matches.items()}
     progress.step("attaching GPU ops")
     calls = calls_by_correlation(device)
@@ -136,14 +137,9 @@ def _link(
     gpu_nodes, gpu_edges = _keep_window(all_gpu_nodes, found.gpu_edges, first_gpu_id)
     contradictions, edges = _checked([*gpu_edges, *found.thread_edges], matches, gpu_nodes, notes)
     not_blocking = pageable_not_blocking(found.not_blocking)
-    sync_dep: dict[int, list[int]] = defaultdict(list)
-    for edge in edges:
-        waiting = edge.dst if edge.kind is EdgeKind.HOST_SYNC else None
-        if waiting is not None and edge.src not in sync_dep[waiting]:
-            sync_dep[waiting].append(edge.src)
     progress.step("reporting")
     report = _report(
-        host, device, join, gpu_nodes, linker, edges, notes, contradictions, not_blocking
+        host, device, join, matches, gpu_nodes, linker, edges, notes, contradictions, not_blocking
     )
     report = msgspec.structs.replace(
         report,
@@ -161,23 +157,34 @@ def _link(
         edges=tuple(edges),
         inter_thread_dep=found.inter_thread,
         idle_gap_us=found.gaps,
-        sync_dep=dict(sync_dep),
+        sync_dep=_sync_dep(edges),
         report=report,
         ran_under=threads.ran_under,
         replay_threads=threads.roots,
     )
 
 
+def _sync_dep(edges: list[Edge]) -> dict[int, list[int]]:
+    """For each host op that waited in a host sync, the GPU nodes it waited for."""
+    sync_dep: dict[int, list[int]] = defaultdict(list)
+    for edge in edges:
+        waiting = edge.dst if edge.kind is EdgeKind.HOST_SYNC else None
+        if waiting is not None and edge.src not in sync_dep[waiting]:
+            sync_dep[waiting].append(edge.src)
+    return dict(sync_dep)
+
+
 def _checked(
     edges: list[Edge], matches: dict[int, CpuMatch], gpu_nodes: tuple[GpuNode, ...], notes: list
 ) -> tuple[dict[str, int], list[Edge]]:
     """The edges the measured times contradict, by kind (noted), and the others."""
-    host_times = {h: (m.event.ts_us or 0, m.event.end_us) for h, m in matches.items()}
+    events = {host_id: match.event for host_id, match in matches.items()}
+    events.update((node.node_id, node.event) for node in gpu_nodes)
     # into an op's end, or from a collective's completion before it closed: consistent
     exempt = (TAIL_WAIT, EARLY_END)
     tails = [e for e in edges if e.via_api in exempt]
     checked = [e for e in edges if e.via_api not in exempt]
-    contradictions, kept = edge_contradictions(checked, host_times, gpu_nodes)
+    contradictions, kept = edge_contradictions(checked, events, gpu_nodes)
     kept += tails
     if contradictions:
         shown = ", ".join(f"{count} {kind}" for kind, count in contradictions.items())
@@ -238,6 +245,7 @@ def _dependencies(
         levels = levels_of(timeline.nestings, timeline.host_of)
         thread_edges += thread_resume_edges(timeline.nestings, timeline.host_of, top, levels)
         thread_edges += tail_wait_edges(timeline.nestings, timeline.host_of, top, levels)
+        del levels  # not held through the rest: it was the link's peak memory
         steps = {
             timeline.host_of[id(s.event)] for s in device.steps if id(s.event) in timeline.host_of
         }
@@ -275,20 +283,20 @@ def _keep_window(
 
 
 def _report(
-    host, device, join, gpu_nodes, linker, edges, notes, contradictions, not_blocking
+    host, device, join, matches, gpu_nodes, linker, edges, notes, contradictions, not_blocking
 ) -> LinkReport:
     by_external_id = sum(1 for n in gpu_nodes if n.linked_by is GpuLinkStrategy.EXTERNAL_ID)
     if by_external_id:
         notes.append(
             f"{by_external_id} GPU ops have no launch event; attached by their External id"
         )
-    by_strategy = Counter(strategy.value for _, strategy in join.matches.values())
+    by_strategy = Counter(match.strategy.value for match in matches.values())
     linkable = len(linkable_host_ops(host))
     return LinkReport(
         host_ops=linkable,
         kineto_cpu_ops=len(device.cpu_ops),
         matched=dict(sorted(by_strategy.items())),
-        unmatched_host_ops=linkable - len(join.matches),
+        unmatched_host_ops=linkable - len(matches),
         gpu_ops_total=len(device.gpu_ops),
         gpu_ops_linked=sum(1 for n in gpu_nodes if n.parent_id is not None)
         - contradictions.get("launch_outside_parent", 0),

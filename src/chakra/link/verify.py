@@ -106,7 +106,7 @@ def _accepted_ancestor(host_id: int, parent_of: Mapping[int, int], accepted) -> 
 
 def edge_contradictions(
     edges: Iterable[Edge],
-    host_times: Mapping[int, tuple[Number, Number]],
+    events: Mapping[int, KinetoEvent],
     gpu_nodes: Iterable[GpuNode],
 ) -> tuple[dict[str, int], list[Edge]]:
     """Edges whose ``dst`` started before ``src`` ended (beyond the clock's resolution), by
@@ -115,21 +115,19 @@ def edge_contradictions(
     written): a host sync inside a linked host op at the call's own segment, which starts
     at the latest when the call returns (:func:`sync_resumed`). Launch edges are checked as
     "the parent encloses the launch call" instead (a GPU op may start before the op that
-    launched it ends) and kept: they name the parent."""
-    times = dict(host_times)
-    launches: dict[int, Optional[KinetoEvent]] = {}
-    for node in gpu_nodes:
-        times[node.node_id] = (node.event.ts_us or 0, node.event.end_us)
-        launches[node.node_id] = node.launch
+    launched it ends) and kept: they name the parent. ``events``: the Kineto event of each
+    linked host op and of each of ``gpu_nodes``, by id (their times are read from them:
+    a (start, end) per node, next to a copy, was the link's peak memory)."""
+    launches = {node.node_id: node.launch for node in gpu_nodes}
     found: Counter[str] = Counter()
     kept: list[Edge] = []
     for edge in edges:
-        src = times.get(edge.src)
+        src = events.get(edge.src)
         if edge.kind is EdgeKind.HOST_SYNC:
-            waits = sync_resumed(edge, times)
+            waits = sync_resumed(edge, events)
         else:
-            dst = times.get(edge.dst) if edge.dst is not None else None
-            waits = dst[0] if dst is not None else None
+            dst = events.get(edge.dst) if edge.dst is not None else None
+            waits = (dst.ts_us or 0) if dst is not None else None
         if src is None or waits is None:
             kept.append(edge)
         elif edge.kind is EdgeKind.LAUNCH:
@@ -137,25 +135,28 @@ def edge_contradictions(
             launch = launches.get(edge.dst)  # type: ignore[arg-type]
             instant = launch.ts_us if launch is not None else None
             if instant is not None and not (
-                src[0] - CLOCK_RESOLUTION_US <= instant <= src[1] + CLOCK_RESOLUTION_US
+                (src.ts_us or 0) - CLOCK_RESOLUTION_US
+                <= instant
+                <= src.end_us + CLOCK_RESOLUTION_US
             ):
                 found["launch_outside_parent"] += 1
-        elif src[1] > waits + CLOCK_RESOLUTION_US:
+        elif src.end_us > waits + CLOCK_RESOLUTION_US:
             found[edge.kind.value] += 1
         else:
             kept.append(edge)
     return dict(sorted(found.items())), kept
 
 
-def sync_resumed(edge: Edge, times: Mapping[int, tuple[Number, Number]]) -> Optional[Number]:
+def sync_resumed(edge: Edge, events: Mapping[int, KinetoEvent]) -> Optional[Number]:
     """When the thread that made a host sync's call went on, as the converter replays it
     (``chakra.convert``: the call's segment of its enclosing host op starts when the GPU
     ops it waited for ended, clipped to the call): at the latest when the call returned,
     or when the enclosing op ended if that was earlier. A call outside any linked host op
-    waits at ``dst``, the next host op on its thread (None: nothing follows)."""
-    host = times.get(edge.via_host) if edge.via_host is not None else None
+    waits at ``dst``, the next host op on its thread (None: nothing follows). ``events``:
+    the Kineto event of each node, by id."""
+    host = events.get(edge.via_host) if edge.via_host is not None else None
     start, end = edge.via_ts_us, edge.via_end_us
-    if host is not None and start is not None and end is not None and start < host[1]:
-        return min(end, host[1])
-    dst = times.get(edge.dst) if edge.dst is not None else None
-    return dst[0] if dst is not None else None
+    if host is not None and start is not None and end is not None and start < host.end_us:
+        return min(end, host.end_us)
+    dst = events.get(edge.dst) if edge.dst is not None else None
+    return (dst.ts_us or 0) if dst is not None else None
