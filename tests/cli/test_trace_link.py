@@ -67,6 +67,27 @@ def test_batch_in_two_processes_equals_serial(job: Path, tmp_path: Path) -> None
     assert parallel.stdout.count("GPU ops linked") == 3
 
 
+@pytest.mark.parametrize("jobs", [["-j", "1"], ["-j", "2"], []])
+def test_one_rank_in_two_processes_equals_one(
+    job: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: list[str]
+) -> None:
+    """One rank loaded side by side and written by two processes (``-j 2``; by default
+    where two cores are free), byte for byte what one process writes; no scratch left."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    outputs = []
+    for run in (["-j", "1"], jobs):
+        out = tmp_path / f"{len(outputs)}.et_plus.json"
+        result = trace_link("--host-trace", str(job / "rank2.host_et.json"),
+                            "--device-trace", str(job / "rank2.kineto.json"),
+                            "--output-file", str(out), *run)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert list(scratch.iterdir()) == []
+
+
 def test_partial_link_warns_and_strict_refuses(job: Path, tmp_path: Path) -> None:
     document = json.loads((job / "rank0.kineto.json").read_text())
     cpu = [e for e in document["traceEvents"] if e.get("cat") == "cpu_op"]

@@ -82,8 +82,10 @@ def _add_batch_options(many: argparse._ArgumentGroup) -> None:
         "-j",
         "--jobs",
         type=arg_types.jobs,
-        default=1,
-        help=f"ranks linked in parallel (1 to {arg_types.MAX_JOBS:,})",
+        help=f"ranks linked in parallel (1 to {arg_types.MAX_JOBS:,}; default 1); with one "
+        "rank (--device-trace), 2 or more loads its two traces side by side and writes it "
+        "with two processes, the same file either way (default: 2 where this process may "
+        "run on two or more cores)",
     )
     many.add_argument("--gzip", action="store_true", help="write rank<r>.et_plus.json.gz")
 
@@ -151,6 +153,7 @@ def _link_one(args: argparse.Namespace) -> None:
     from chakra.fileio import AtomicGroup
     from chakra.link.batch import link_files
     from chakra.link.report import render_table, write_report
+    from chakra.workers import cores_available
 
     check_rank_trace_kinds(args.host_trace, args.device_trace, "chakra_trace_link")
     inputs = [path for path in (args.host_trace, args.device_trace) if path is not None]
@@ -165,6 +168,7 @@ def _link_one(args: argparse.Namespace) -> None:
             coverage,
             args.rank,
             group,
+            processes=args.jobs or min(2, cores_available()),
         )
         if args.report is not None:
             write_report(args.report, report, group)
@@ -186,7 +190,7 @@ def _link_many(args: argparse.Namespace) -> None:
         prepare_outputs([*outputs, args.report], inputs, folders=[args.output_dir])
         with AtomicGroup() as group:  # the ranks' files and the report, or nothing
             results = link_ranks(
-                pairs, args.output_dir, options, coverage, args.jobs, suffix, group
+                pairs, args.output_dir, options, coverage, args.jobs or 1, suffix, group
             )
             _report_ranks(args, results, group)
 

@@ -20,7 +20,7 @@ from chakra.fileio import AtomicGroup
 from chakra.fileio.atomic import Pending
 from chakra.fileio.location import Location, list_folder, name_of
 from chakra.fileio.stale import remove_own_temporaries
-from chakra.ingest import load_device_trace, load_host_trace
+from chakra.ingest import load_device_trace
 from chakra.ingest.detect import peek_rank
 from chakra.ingest.device_model import DeviceTrace
 from chakra.ingest.host_model import HostTrace
@@ -28,6 +28,7 @@ from chakra.ingest.kineto_host import LAST_STEP, choose_step, host_trace_from_ki
 from chakra.link.et_plus import write_et_plus
 from chakra.link.linked_trace import LinkOptions, LinkReport, RankResult
 from chakra.link.linker import link_traces
+from chakra.link.rank_load import load_rank_traces
 from chakra.link.report import check_coverage, missing_parts
 from chakra.link.reuse import (
     digest_inputs,
@@ -61,20 +62,24 @@ def link_files(
     coverage: Optional[Coverage] = None,
     rank: Optional[int] = None,
     group: Optional[AtomicGroup] = None,
+    processes: int = 1,
 ) -> LinkReport:
     """Load, link and write one rank; returns its report. With coverage thresholds, a link
     below them raises before anything is written; a partial link otherwise is written with
     a warning naming what is missing. ``rank``, when given, is checked against the Kineto
     trace's ``distributedInfo``. With a ``group``, the output is moved into place when the
     group commits. Without ``host_path``, the host side is made from the Kineto trace alone
-    (:func:`chakra.ingest.kineto_host.host_trace_from_kineto`)."""
-    device = load_device_trace(device_path)
-    if rank is not None and device.rank is not None and rank != device.rank:
-        logger.warning("%s: --rank %d but the trace says rank %d", device_path, rank, device.rank)
+    (:func:`chakra.ingest.kineto_host.host_trace_from_kineto`). ``processes`` 2: the two
+    traces are loaded side by side (:mod:`chakra.link.rank_load`) and the ET+ written by
+    two processes, the same file either way."""
     if host_path is None:
+        device = load_device_trace(device_path)
         host, options = _host_from_kineto(device, options)
     else:
-        host = load_host_trace(host_path)
+        loaded = load_rank_traces(host_path, device_path, processes)
+        host, device = loaded.host, loaded.device
+    if rank is not None and device.rank is not None and rank != device.rank:
+        logger.warning("%s: --rank %d but the trace says rank %d", device_path, rank, device.rank)
     linked = link_traces(host, device, options)
     coverage = coverage or Coverage()
     if coverage.min_host is not None or coverage.min_gpu is not None:
@@ -82,7 +87,7 @@ def link_files(
     missing = missing_parts(linked.report)
     if missing:
         logger.warning("%s: partial link: %s", output_path, "; ".join(missing))
-    write_et_plus(linked, output_path, group)
+    write_et_plus(linked, output_path, group, processes)
     return linked.report
 
 
