@@ -223,8 +223,8 @@ def write_et_plus(
     linked: LinkedTrace, path: PathLike, group: Optional[AtomicGroup] = None, processes: int = 1
 ) -> None:
     """Write ET+ to ``path`` atomically (``.gz`` compresses; with a ``group``, moved into
-    place when the group commits); ``processes`` 2 or more: the nodes' second half is
-    encoded by a forked process meanwhile, the same file either way. Raises
+    place when the group commits); ``processes`` 2 or more: the later nodes are encoded
+    by a forked process meanwhile (:func:`_write_in_two`), the same file either way. Raises
     TraceFormatError, before anything is written, when the converter would refuse it
     (:func:`~chakra.link.writable.check_writable`)."""
     check_writable(linked)
@@ -246,7 +246,7 @@ def write_et_plus(
 def _write_in_two(linked: LinkedTrace, total: int, path: PathLike, out: IO[bytes]) -> None:
     """The nodes written to ``out``: the first :data:`FIRST_SHARE` encoded here while a
     forked process encodes the rest into a scratch file, then copied after them."""
-    split = round(total * FIRST_SHARE)
+    split = min(max(1, round(total * FIRST_SHARE)), total - 1)  # each process writes some
     with tempfile.TemporaryDirectory(prefix="chakra-et-plus-") as scratch:
         later = Path(scratch) / "later.json"
 
