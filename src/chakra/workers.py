@@ -102,6 +102,12 @@ def cores_available() -> int:
     return os.cpu_count() or 1
 
 
+def can_fork() -> bool:
+    """Whether this platform starts processes by fork (what :func:`forked` needs to run its
+    work beside this process; without it, the work runs here, at once)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 #: In this process while :func:`forked` starts its worker: the work the worker inherits.
 _inherited: Optional[Callable[[], Any]] = None
 
@@ -114,7 +120,7 @@ def forked(work: Callable[[], Any]) -> Iterator[Future]:
     Yields its future; leaving the block waits for the work, or stops it where the block
     raises. Where processes cannot fork, ``work`` runs here, at once."""
     global _inherited
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if not can_fork():
         done: Future = Future()
         try:
             done.set_result(work())

@@ -4,6 +4,7 @@ no scratch file left behind."""
 
 from __future__ import annotations
 
+import multiprocessing
 import tempfile
 from pathlib import Path
 
@@ -72,7 +73,7 @@ def test_without_fork_the_traces_load_here(
     def no_fork(work: object) -> None:
         raise AssertionError("forked where processes cannot fork")
 
-    monkeypatch.setattr(rank_load.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
     monkeypatch.setattr(rank_load, "forked", no_fork)
     loaded = load_rank_traces(*rank, processes=2)
     assert loaded == load_rank_traces(*rank, processes=1)

@@ -14,7 +14,6 @@ line; the same inputs always give the same bytes.
 
 from __future__ import annotations
 
-import multiprocessing
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -33,7 +32,7 @@ from chakra.link.report import report_fields
 from chakra.link.thread_map import thread_map
 from chakra.link.writable import check_writable, process_root_id
 from chakra.progress import tracked
-from chakra.workers import forked
+from chakra.workers import can_fork, forked
 
 FORMAT = "chakra-et-plus/1"
 _CHUNK_BYTES = 1 << 20  # the nodes' text written at a time
@@ -236,7 +235,7 @@ def write_et_plus(
         _write_metadata(linked, out)
         out.write(b',\n"nodes": [')
         total = len(linked.host.ops) + len(linked.replay_threads) + len(linked.gpu_nodes)
-        if processes < 2 or total < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        if processes < 2 or total < 2 or not can_fork():
             _write_nodes(tracked(_nodes(linked), total, f"writing {path}", unit="nodes"), out)
         else:
             _write_in_two(linked, total, path, out)

@@ -11,7 +11,6 @@ loaded first there.
 
 from __future__ import annotations
 
-import multiprocessing
 import tempfile
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from chakra.ingest import load_device_trace, load_host_trace
 from chakra.ingest.device_model import DeviceTrace
 from chakra.ingest.device_transfer import dump_device_trace, load_device_dump
 from chakra.ingest.host_model import HostTrace
-from chakra.workers import forked
+from chakra.workers import can_fork, forked
 
 
 class RankTraces(msgspec.Struct, frozen=True):
@@ -35,7 +34,7 @@ class RankTraces(msgspec.Struct, frozen=True):
 def load_rank_traces(host_path: PathLike, device_path: PathLike, processes: int = 1) -> RankTraces:
     """Load ``host_path`` (a host ET) and ``device_path`` (its Kineto trace); ``processes``
     2 or more: side by side, where processes can fork. Raises as the loaders do."""
-    if processes < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if processes < 2 or not can_fork():
         device = load_device_trace(device_path)
         return RankTraces(load_host_trace(host_path), device)
 
